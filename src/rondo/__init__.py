@@ -1,0 +1,172 @@
+"""rondo — a Python runtime for LLM agents.
+
+The names below are the public API (DESIGN §4). They load lazily, so `import rondo` stays
+cheap and provider SDKs or SQLAlchemy are imported only by the code that uses them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from rondo._version import __version__
+
+if TYPE_CHECKING:
+    from rondo.agents.base import BaseAgent
+    from rondo.agents.llm import Agent, LlmAgent
+    from rondo.agents.workflow import LoopAgent, ParallelAgent, SequentialAgent
+    from rondo.context import CallbackContext, InvocationContext, ReadonlyContext, ToolContext
+    from rondo.errors import (
+        ConfigurationError,
+        ContentsError,
+        DuplicateAgentNameError,
+        InstructionError,
+        InvalidCallbackError,
+        LlmCallsLimitExceeded,
+        ModelError,
+        ModelNotFoundError,
+        RondoError,
+        SchemaVersionError,
+        ScriptExhaustedError,
+        SessionError,
+        SessionNotFoundError,
+        StaleSessionError,
+        ToolArgumentsError,
+        ToolDefinitionError,
+        ToolError,
+        ToolNotFoundError,
+        TransferError,
+    )
+    from rondo.events import Event, EventActions, PendingCall, ToolConfirmation
+    from rondo.plugins import Plugin
+    from rondo.run_config import RunConfig
+    from rondo.runner import Runner, RunResult
+    from rondo.sessions.base import BaseSessionService, ListSessionsResponse, Session
+    from rondo.sessions.memory import InMemorySessionService
+    from rondo.tools.base import BaseTool, BaseToolset
+    from rondo.tools.function import FunctionTool, LongRunningFunctionTool, tool
+    from rondo.types import Blob, Content, FunctionCall, FunctionResponse, Part, Usage
+
+_EXPORTS: dict[str, str] = {
+    "Agent": "rondo.agents.llm",
+    "LlmAgent": "rondo.agents.llm",
+    "BaseAgent": "rondo.agents.base",
+    "SequentialAgent": "rondo.agents.workflow",
+    "ParallelAgent": "rondo.agents.workflow",
+    "LoopAgent": "rondo.agents.workflow",
+    "Runner": "rondo.runner",
+    "RunResult": "rondo.runner",
+    "RunConfig": "rondo.run_config",
+    "Content": "rondo.types",
+    "Part": "rondo.types",
+    "FunctionCall": "rondo.types",
+    "FunctionResponse": "rondo.types",
+    "Blob": "rondo.types",
+    "Usage": "rondo.types",
+    "Event": "rondo.events",
+    "EventActions": "rondo.events",
+    "ToolConfirmation": "rondo.events",
+    "PendingCall": "rondo.events",
+    "BaseTool": "rondo.tools.base",
+    "BaseToolset": "rondo.tools.base",
+    "FunctionTool": "rondo.tools.function",
+    "LongRunningFunctionTool": "rondo.tools.function",
+    "tool": "rondo.tools.function",
+    "ToolContext": "rondo.context",
+    "CallbackContext": "rondo.context",
+    "ReadonlyContext": "rondo.context",
+    "InvocationContext": "rondo.context",
+    "Plugin": "rondo.plugins",
+    "BaseSessionService": "rondo.sessions.base",
+    "ListSessionsResponse": "rondo.sessions.base",
+    "Session": "rondo.sessions.base",
+    "InMemorySessionService": "rondo.sessions.memory",
+    "RondoError": "rondo.errors",
+    "ConfigurationError": "rondo.errors",
+    "ContentsError": "rondo.errors",
+    "DuplicateAgentNameError": "rondo.errors",
+    "InstructionError": "rondo.errors",
+    "InvalidCallbackError": "rondo.errors",
+    "LlmCallsLimitExceeded": "rondo.errors",
+    "ModelError": "rondo.errors",
+    "ModelNotFoundError": "rondo.errors",
+    "SchemaVersionError": "rondo.errors",
+    "ScriptExhaustedError": "rondo.errors",
+    "SessionError": "rondo.errors",
+    "SessionNotFoundError": "rondo.errors",
+    "StaleSessionError": "rondo.errors",
+    "ToolArgumentsError": "rondo.errors",
+    "ToolDefinitionError": "rondo.errors",
+    "ToolError": "rondo.errors",
+    "ToolNotFoundError": "rondo.errors",
+    "TransferError": "rondo.errors",
+}
+
+__all__ = [
+    "Agent",
+    "BaseAgent",
+    "BaseSessionService",
+    "BaseTool",
+    "BaseToolset",
+    "Blob",
+    "CallbackContext",
+    "ConfigurationError",
+    "Content",
+    "ContentsError",
+    "DuplicateAgentNameError",
+    "Event",
+    "EventActions",
+    "FunctionCall",
+    "FunctionResponse",
+    "FunctionTool",
+    "InMemorySessionService",
+    "InstructionError",
+    "InvalidCallbackError",
+    "InvocationContext",
+    "ListSessionsResponse",
+    "LlmAgent",
+    "LlmCallsLimitExceeded",
+    "LongRunningFunctionTool",
+    "LoopAgent",
+    "ModelError",
+    "ModelNotFoundError",
+    "ParallelAgent",
+    "Part",
+    "PendingCall",
+    "Plugin",
+    "ReadonlyContext",
+    "RondoError",
+    "RunConfig",
+    "RunResult",
+    "Runner",
+    "SchemaVersionError",
+    "ScriptExhaustedError",
+    "SequentialAgent",
+    "Session",
+    "SessionError",
+    "SessionNotFoundError",
+    "StaleSessionError",
+    "ToolArgumentsError",
+    "ToolConfirmation",
+    "ToolContext",
+    "ToolDefinitionError",
+    "ToolError",
+    "ToolNotFoundError",
+    "TransferError",
+    "Usage",
+    "__version__",
+    "tool",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rondo' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,79 @@
+"""Synchronous entry points over the async core; they work inside a running event loop too."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+__all__ = ["iterate_sync", "run_coroutine_sync"]
+
+T = TypeVar("T")
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def run_coroutine_sync(factory: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine to completion from sync code (in a helper thread if a loop is running)."""
+
+    async def main() -> T:
+        return await factory()
+
+    if not _loop_running():
+        return asyncio.run(main())
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rondo-sync") as pool:
+        return pool.submit(asyncio.run, main()).result()
+
+
+class _LoopThread:
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="rondo-sync", daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()
+
+
+def iterate_sync(factory: Callable[[], AsyncGenerator[T, None]]) -> Iterator[T]:
+    """Drive an async generator from sync code; leaving the loop early closes it properly."""
+    if not _loop_running():
+        loop = asyncio.new_event_loop()
+        agen = factory()
+        try:
+            while True:
+                try:
+                    item = loop.run_until_complete(anext(agen))
+                except StopAsyncIteration:
+                    return
+                yield item
+        finally:
+            loop.run_until_complete(agen.aclose())
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+    else:
+        runner = _LoopThread()
+        agen = factory()
+        try:
+            while True:
+                try:
+                    item = runner.run(anext(agen))
+                except StopAsyncIteration:
+                    return
+                yield item
+        finally:
+            runner.run(agen.aclose())
+            runner.stop()

@@ -1,0 +1,176 @@
+"""The agent tree and the agent-level callbacks shared by every agent kind (SPEC X3)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Iterator, Sequence
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+from rondo._callbacks import Callbacks, first_result, normalize_callbacks
+from rondo.context import CallbackContext, InvocationContext
+from rondo.errors import ConfigurationError, DuplicateAgentNameError
+from rondo.events import Event
+from rondo.types import Content
+
+if TYPE_CHECKING:
+    from rondo.lifecycle import LifecycleEvent
+
+    Item = Event | LifecycleEvent
+else:
+    Item = Any
+
+__all__ = ["BaseAgent", "Item"]
+
+
+def _check_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ConfigurationError(
+            f"agent name must be a Python identifier (letters, digits, '_'), got {name!r}"
+        )
+    if name == "user":
+        raise ConfigurationError("the agent name 'user' is reserved for the user's messages")
+    return name
+
+
+class BaseAgent:
+    """An agent: a name, a place in a tree, and `run_async(ctx)` yielding events.
+
+    Subclasses implement `_run_impl`. `before_agent(ctx)` / `after_agent(ctx)` callbacks may
+    return `Content` to answer instead of (or after) the agent.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str = "",
+        sub_agents: Sequence[BaseAgent] = (),
+        before_agent_callback: Any = None,
+        after_agent_callback: Any = None,
+    ) -> None:
+        self.name = _check_name(name)
+        self.description = description
+        self.parent_agent: BaseAgent | None = None
+        self.sub_agents: list[BaseAgent] = list(sub_agents)
+        self.before_agent_callbacks: Callbacks = normalize_callbacks(
+            before_agent_callback, "before_agent_callback"
+        )
+        self.after_agent_callbacks: Callbacks = normalize_callbacks(
+            after_agent_callback, "after_agent_callback"
+        )
+        for sub in self.sub_agents:
+            if not isinstance(sub, BaseAgent):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ConfigurationError(f"sub_agents must be agents, got {sub!r}")
+            if sub.parent_agent is not None:
+                raise ConfigurationError(
+                    f"agent {sub.name!r} already belongs to {sub.parent_agent.name!r}; "
+                    "an agent can have only one parent"
+                )
+            sub.parent_agent = self
+        seen: set[str] = set()
+        for agent in self._walk():
+            if agent.name in seen:
+                raise DuplicateAgentNameError(
+                    f"two agents in the tree of {self.name!r} are named {agent.name!r}; "
+                    "agent names must be unique"
+                )
+            seen.add(agent.name)
+
+    def _walk(self) -> Iterator[BaseAgent]:
+        yield self
+        for sub in self.sub_agents:
+            yield from sub._walk()
+
+    @property
+    def root_agent(self) -> BaseAgent:
+        agent = self
+        while agent.parent_agent is not None:
+            agent = agent.parent_agent
+        return agent
+
+    def find_agent(self, name: str) -> BaseAgent | None:
+        """This agent or a descendant named `name`."""
+        for agent in self._walk():
+            if agent.name == name:
+                return agent
+        return None
+
+    def find_sub_agent(self, name: str) -> BaseAgent | None:
+        """A descendant named `name` (not this agent)."""
+        for sub in self.sub_agents:
+            found = sub.find_agent(name)
+            if found is not None:
+                return found
+        return None
+
+    async def run_async(self, parent_context: InvocationContext) -> AsyncGenerator[Item, None]:
+        """Run the agent: before-agent hooks, the agent itself, after-agent hooks."""
+        ctx = parent_context.for_agent(self)
+        event = await self._before_agent(ctx)
+        if event is not None:
+            yield event
+        if ctx.end_invocation:
+            return
+        async with aclosing(self._run_impl(ctx)) as items:
+            async for item in items:
+                yield item
+        if ctx.end_invocation:
+            return
+        event = await self._after_agent(ctx)
+        if event is not None:
+            yield event
+
+    def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
+        raise NotImplementedError(f"{type(self).__name__} must implement _run_impl")
+
+    def _callback_event(
+        self, ctx: InvocationContext, cb_ctx: CallbackContext, content: Any
+    ) -> Event:
+        return Event(
+            author=self.name,
+            invocation_id=ctx.invocation_id,
+            run_id=ctx.run_id,
+            branch=ctx.branch,
+            content=content,
+            actions=cb_ctx.actions,
+        )
+
+    async def _before_agent(self, ctx: InvocationContext) -> Event | None:
+        plugins = ctx.plugins
+        if not self.before_agent_callbacks and not plugins.has("before_agent"):
+            return None
+        cb_ctx = CallbackContext(ctx)
+        content = await plugins.run("before_agent", cb_ctx)
+        if content is None:
+            content = await first_result(self.before_agent_callbacks, cb_ctx)
+        if content is not None:
+            ctx.end_invocation = True
+            return self._callback_event(ctx, cb_ctx, _as_content(content))
+        if not cb_ctx.actions.is_empty():
+            return self._callback_event(ctx, cb_ctx, None)
+        return None
+
+    async def _after_agent(self, ctx: InvocationContext) -> Event | None:
+        plugins = ctx.plugins
+        if not self.after_agent_callbacks and not plugins.has("after_agent"):
+            return None
+        cb_ctx = CallbackContext(ctx)
+        content = await plugins.run("after_agent", cb_ctx)
+        if content is None:
+            content = await first_result(self.after_agent_callbacks, cb_ctx)
+        if content is not None:
+            return self._callback_event(ctx, cb_ctx, _as_content(content))
+        if not cb_ctx.actions.is_empty():
+            return self._callback_event(ctx, cb_ctx, None)
+        return None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+def _as_content(value: Any) -> Content:
+    if isinstance(value, Content):
+        return value
+    if isinstance(value, str):
+        return Content.model(value)
+    raise TypeError(f"an agent callback must return Content, str or None, got {value!r}")

@@ -1,0 +1,253 @@
+"""`Agent`: the LLM agent. Its loop lives in `rondo.flow`; this module is configuration."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from pydantic import TypeAdapter
+
+from rondo._callbacks import Callbacks, normalize_callbacks
+from rondo.agents.base import BaseAgent, Item
+from rondo.errors import ConfigurationError, InvalidCallbackError
+from rondo.events import Event
+from rondo.models.base import GenerateConfig, Model
+from rondo.models.registry import resolve_model
+from rondo.tools.base import BaseTool, BaseToolset
+from rondo.tools.function import as_tool
+
+if TYPE_CHECKING:
+    from rondo.context import InvocationContext
+    from rondo.lifecycle import LifecycleEvent
+    from rondo.run_config import RunConfig
+    from rondo.runner import RunResult
+
+__all__ = ["Agent", "InstructionProvider", "LlmAgent"]
+
+InstructionProvider = Callable[..., Any]
+Mode = Literal["chat", "task", "single_turn"]
+
+
+class Agent(BaseAgent):
+    """An LLM agent: a model, instructions, tools and callbacks (DESIGN §4).
+
+    `model` may be a `Model`, a model string (`"openai:gpt-4o-mini"`, `"local:smollm2"`) or
+    None to use the parent agent's model.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        model: Model | str | None = None,
+        instruction: str | InstructionProvider = "",
+        description: str = "",
+        tools: Sequence[BaseTool | BaseToolset | Callable[..., Any]] = (),
+        sub_agents: Sequence[BaseAgent] = (),
+        output_key: str | None = None,
+        output_schema: Any = None,
+        include_contents: Literal["default", "none"] = "default",
+        global_instruction: str | InstructionProvider = "",
+        generate_config: GenerateConfig | None = None,
+        disallow_transfer_to_parent: bool = False,
+        disallow_transfer_to_peers: bool = False,
+        mode: Mode = "chat",
+        before_model_callback: Any = None,
+        after_model_callback: Any = None,
+        on_model_error_callback: Any = None,
+        before_tool_callback: Any = None,
+        after_tool_callback: Any = None,
+        on_tool_error_callback: Any = None,
+        before_agent_callback: Any = None,
+        after_agent_callback: Any = None,
+    ) -> None:
+        super().__init__(
+            name=name,
+            description=description,
+            sub_agents=sub_agents,
+            before_agent_callback=before_agent_callback,
+            after_agent_callback=after_agent_callback,
+        )
+        if isinstance(model, str):
+            model = resolve_model(model)
+        elif model is not None and not isinstance(cast(Any, model), Model):
+            raise ConfigurationError(
+                f"model must be a Model, a model string or None, got {type(model).__name__}"
+            )
+        self.model: Model | None = model
+        for label, value in (
+            ("instruction", instruction),
+            ("global_instruction", global_instruction),
+        ):
+            if not isinstance(value, str) and not callable(value):
+                raise InvalidCallbackError(f"{label} must be a string or a callable")
+        self.instruction = instruction
+        self.global_instruction = global_instruction
+        self.tools: list[BaseTool | BaseToolset] = [
+            t if isinstance(t, BaseToolset) else as_tool(t) for t in tools
+        ]
+        names = [t.name for t in self.tools if isinstance(t, BaseTool)]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ConfigurationError(f"agent {name!r} has several tools named {dupes}")
+        if include_contents not in ("default", "none"):
+            raise ConfigurationError("include_contents must be 'default' or 'none'")
+        if mode not in ("chat", "task", "single_turn"):
+            raise ConfigurationError("mode must be 'chat', 'task' or 'single_turn'")
+        if generate_config is not None and not isinstance(generate_config, GenerateConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigurationError("generate_config must be a rondo.models.GenerateConfig")
+        self.output_key = output_key
+        self.output_schema = output_schema
+        self._output_adapter: TypeAdapter[Any] | None = None
+        if output_schema is not None:
+            try:
+                self._output_adapter = TypeAdapter(output_schema)
+                self._output_json_schema = self._output_adapter.json_schema()
+            except Exception as exc:
+                raise ConfigurationError(
+                    f"output_schema of agent {name!r} cannot be described as JSON schema: {exc}"
+                ) from exc
+        self.include_contents = include_contents
+        self.generate_config = generate_config
+        self.disallow_transfer_to_parent = disallow_transfer_to_parent
+        self.disallow_transfer_to_peers = disallow_transfer_to_peers
+        self.mode: Mode = mode
+        self.before_model_callbacks: Callbacks = normalize_callbacks(
+            before_model_callback, "before_model_callback"
+        )
+        self.after_model_callbacks: Callbacks = normalize_callbacks(
+            after_model_callback, "after_model_callback"
+        )
+        self.on_model_error_callbacks: Callbacks = normalize_callbacks(
+            on_model_error_callback, "on_model_error_callback"
+        )
+        self.before_tool_callbacks: Callbacks = normalize_callbacks(
+            before_tool_callback, "before_tool_callback"
+        )
+        self.after_tool_callbacks: Callbacks = normalize_callbacks(
+            after_tool_callback, "after_tool_callback"
+        )
+        self.on_tool_error_callbacks: Callbacks = normalize_callbacks(
+            on_tool_error_callback, "on_tool_error_callback"
+        )
+        self._default_runner: Any = None
+
+    # -- configuration derived from the tree ------------------------------------------------
+
+    @property
+    def canonical_model(self) -> Model:
+        """This agent's model, or the nearest ancestor's."""
+        agent: BaseAgent | None = self
+        while agent is not None:
+            if isinstance(agent, Agent) and agent.model is not None:
+                return agent.model
+            agent = agent.parent_agent
+        raise ConfigurationError(f"agent {self.name!r} has no model and no ancestor with one")
+
+    @property
+    def output_adapter(self) -> TypeAdapter[Any] | None:
+        return self._output_adapter
+
+    @property
+    def output_json_schema(self) -> dict[str, Any] | None:
+        return self._output_json_schema if self._output_adapter is not None else None
+
+    def parse_output(self, text: str) -> Any:
+        """Validate a final answer against `output_schema` (raises pydantic's ValidationError)."""
+        assert self._output_adapter is not None
+        return self._output_adapter.validate_json(text)
+
+    # -- running ------------------------------------------------------------------------------
+
+    def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
+        from rondo.flow.loop import Flow
+
+        items = Flow(self, self.canonical_model).run(ctx)
+        return self._save_output(items) if self.output_key else items
+
+    async def _save_output(self, items: AsyncGenerator[Item, None]) -> AsyncGenerator[Item, None]:
+        """E3: the agent's final non-thought text goes to `state[output_key]`."""
+        async with aclosing(items) as stream:
+            async for item in stream:
+                if (
+                    isinstance(item, Event)
+                    and item.author == self.name
+                    and not item.partial
+                    and item.is_final_response()
+                    and item.content is not None
+                ):
+                    text = item.content.text
+                    if text:
+                        assert self.output_key is not None
+                        item.actions.state_delta[self.output_key] = text
+                        if self._output_adapter is not None:
+                            try:
+                                parsed = self._output_adapter.validate_json(text)
+                            except ValueError:
+                                pass
+                            else:
+                                item.actions.state_delta[f"{self.output_key}_parsed"] = json.loads(
+                                    self._output_adapter.dump_json(parsed)
+                                )
+                yield item
+
+    # -- convenience entry points -----------------------------------------------------------
+
+    def _runner(self) -> Any:
+        if self._default_runner is None:
+            from rondo.runner import Runner
+
+            self._default_runner = Runner(agent=self, app_name=self.name)
+        return self._default_runner
+
+    async def run(
+        self,
+        message: Any,
+        *,
+        session_id: str | None = None,
+        user_id: str = "user",
+        run_config: RunConfig | None = None,
+    ) -> RunResult:
+        """Run one message and return the result (output, records, session id)."""
+        return await self._runner().run_to_result(
+            user_id=user_id, session_id=session_id, new_message=message, run_config=run_config
+        )
+
+    def run_sync(
+        self,
+        message: Any,
+        *,
+        session_id: str | None = None,
+        user_id: str = "user",
+        run_config: RunConfig | None = None,
+    ) -> RunResult:
+        """`run` for synchronous code; works inside a running event loop too."""
+        from rondo._sync import run_coroutine_sync
+
+        return run_coroutine_sync(
+            lambda: self.run(message, session_id=session_id, user_id=user_id, run_config=run_config)
+        )
+
+    async def stream(
+        self,
+        message: Any,
+        *,
+        session_id: str | None = None,
+        user_id: str = "user",
+        run_config: RunConfig | None = None,
+    ) -> AsyncGenerator[LifecycleEvent, None]:
+        """The lifecycle stream of one message (`RunStart` … `RunEnd`)."""
+        runner = self._runner()
+        if session_id is None:
+            session_id = await runner.new_session_id(user_id)
+        async with aclosing(
+            runner.stream_async(
+                user_id=user_id, session_id=session_id, new_message=message, run_config=run_config
+            )
+        ) as events:
+            async for event in events:
+                yield event
+
+
+LlmAgent = Agent

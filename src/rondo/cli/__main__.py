@@ -1,0 +1,3 @@
+from rondo.cli.app import main
+
+main()

@@ -1,0 +1,366 @@
+"""Contexts handed to agents, callbacks and tools.
+
+`InvocationContext` is the runtime's own view of one invocation. Callbacks get a
+`CallbackContext` and tools a `ToolContext`: both write state through `State`, which records
+every write as a delta on their `EventActions` (the runner applies it when the event is stored).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from rondo.errors import ConfigurationError
+from rondo.events import EventActions, ToolConfirmation
+from rondo.run_config import RunConfig
+from rondo.sessions.base import TEMP_PREFIX, BaseSessionService, Session
+from rondo.types import Content, Part
+
+if TYPE_CHECKING:
+    from rondo.agents.base import BaseAgent
+    from rondo.artifacts.base import BaseArtifactService
+    from rondo.memory.base import BaseMemoryService, SearchMemoryResponse
+    from rondo.plugins import PluginManager
+
+__all__ = [
+    "CallbackContext",
+    "InvocationContext",
+    "ReadonlyContext",
+    "State",
+    "ToolContext",
+]
+
+_MISSING: Any = object()
+
+
+class State(Mapping[str, Any]):
+    """The merged state view (session, `app:`, `user:`, `temp:`) with writes recorded as a delta.
+
+    Reads see this context's own writes first. With `readonly`, writes raise `TypeError`.
+    """
+
+    __slots__ = ("_base", "_delta", "_readonly", "_temp")
+
+    def __init__(
+        self,
+        base: Mapping[str, Any],
+        temp: Mapping[str, Any],
+        delta: dict[str, Any] | None = None,
+        *,
+        readonly: bool = False,
+    ) -> None:
+        self._base = base
+        self._temp = temp
+        self._delta: dict[str, Any] = {} if delta is None else delta
+        self._readonly = readonly
+
+    def __getitem__(self, key: str) -> Any:
+        delta = self._delta
+        if key in delta:
+            return delta[key]
+        if key.startswith(TEMP_PREFIX):
+            return self._temp[key]
+        return self._base[key]
+
+    def __contains__(self, key: object) -> bool:
+        if key in self._delta:
+            return True
+        if isinstance(key, str) and key.startswith(TEMP_PREFIX):
+            return key in self._temp
+        return key in self._base
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self._delta.get(key, _MISSING)
+        if value is not _MISSING:
+            return value
+        if key.startswith(TEMP_PREFIX):
+            return self._temp.get(key, default)
+        return self._base.get(key, default)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if self._readonly:
+            raise TypeError(
+                "this context's state is read-only; write state from a callback or tool"
+            )
+        self._delta[key] = value
+
+    def update(self, values: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
+        for key, value in {**(values or {}), **kwargs}.items():
+            self[key] = value
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        if key in self:
+            return self[key]
+        self[key] = default
+        return default
+
+    def _keys(self) -> dict[str, None]:
+        keys = dict.fromkeys(self._base)
+        keys.update(dict.fromkeys(self._temp))
+        keys.update(dict.fromkeys(self._delta))
+        return keys
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+    def has_delta(self) -> bool:
+        return bool(self._delta)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self._base, **self._temp, **self._delta}
+
+    def __repr__(self) -> str:
+        return f"State({self.to_dict()!r})"
+
+
+class _Shared:
+    """Per-invocation counters shared by every agent's context in that invocation."""
+
+    __slots__ = ("end_invocation", "llm_calls", "temp_state")
+
+    def __init__(self) -> None:
+        self.llm_calls = 0
+        self.end_invocation = False
+        self.temp_state: dict[str, Any] = {}
+
+
+class InvocationContext:
+    """Everything one invocation needs: session, services, plugins, config, the current agent."""
+
+    __slots__ = (
+        "_shared",
+        "agent",
+        "app_name",
+        "artifact_service",
+        "branch",
+        "invocation_id",
+        "isolation_scope",
+        "memory_service",
+        "observe",
+        "plugins",
+        "root_agent",
+        "run_config",
+        "run_id",
+        "session",
+        "session_service",
+        "user_content",
+        "user_id",
+    )
+
+    def __init__(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session: Session,
+        session_service: BaseSessionService,
+        plugins: PluginManager,
+        invocation_id: str,
+        run_id: str,
+        agent: BaseAgent,
+        root_agent: BaseAgent,
+        run_config: RunConfig | None = None,
+        user_content: Content | None = None,
+        artifact_service: BaseArtifactService | None = None,
+        memory_service: BaseMemoryService | None = None,
+        branch: str = "",
+        isolation_scope: str = "",
+        observe: bool = False,
+    ) -> None:
+        self.app_name = app_name
+        self.user_id = user_id
+        self.session = session
+        self.session_service = session_service
+        self.plugins = plugins
+        self.invocation_id = invocation_id
+        self.run_id = run_id
+        self.agent = agent
+        self.root_agent = root_agent
+        self.run_config = run_config or RunConfig()
+        self.user_content = user_content
+        self.artifact_service = artifact_service
+        self.memory_service = memory_service
+        self.branch = branch
+        self.isolation_scope = isolation_scope
+        # Whether someone consumes the lifecycle view; when not, no lifecycle object is built.
+        self.observe = observe
+        self._shared = _Shared()
+
+    def for_agent(self, agent: BaseAgent, *, branch: str | None = None) -> InvocationContext:
+        """A context for `agent` in the same invocation (counters and temp state shared)."""
+        child = object.__new__(InvocationContext)
+        for name in InvocationContext.__slots__:
+            object.__setattr__(child, name, getattr(self, name))
+        child.agent = agent
+        if branch is not None:
+            child.branch = branch
+        return child
+
+    @property
+    def temp_state(self) -> dict[str, Any]:
+        return self._shared.temp_state
+
+    @property
+    def end_invocation(self) -> bool:
+        return self._shared.end_invocation
+
+    @end_invocation.setter
+    def end_invocation(self, value: bool) -> None:
+        self._shared.end_invocation = value
+
+    @property
+    def llm_calls(self) -> int:
+        return self._shared.llm_calls
+
+    def count_llm_call(self) -> int:
+        self._shared.llm_calls += 1
+        return self._shared.llm_calls
+
+    @property
+    def state(self) -> State:
+        """A read-only merged view of the state."""
+        return State(self.session.state, self._shared.temp_state, readonly=True)
+
+
+class ReadonlyContext:
+    """What instruction providers see: ids, the user's message and read-only state."""
+
+    __slots__ = ("_inv",)
+
+    def __init__(self, invocation_context: InvocationContext) -> None:
+        self._inv = invocation_context
+
+    @property
+    def invocation_context(self) -> InvocationContext:
+        return self._inv
+
+    @property
+    def invocation_id(self) -> str:
+        return self._inv.invocation_id
+
+    @property
+    def run_id(self) -> str:
+        return self._inv.run_id
+
+    @property
+    def agent_name(self) -> str:
+        return self._inv.agent.name
+
+    @property
+    def session_id(self) -> str:
+        return self._inv.session.id
+
+    @property
+    def user_id(self) -> str:
+        return self._inv.user_id
+
+    @property
+    def app_name(self) -> str:
+        return self._inv.app_name
+
+    @property
+    def session(self) -> Session:
+        return self._inv.session
+
+    @property
+    def user_content(self) -> Content | None:
+        return self._inv.user_content
+
+    @property
+    def state(self) -> Mapping[str, Any]:
+        return State(self._inv.session.state, self._inv.temp_state, readonly=True)
+
+
+class CallbackContext(ReadonlyContext):
+    """What callbacks see: writable state (recorded as a delta), actions and artifacts."""
+
+    __slots__ = ("_state", "actions")
+
+    def __init__(
+        self, invocation_context: InvocationContext, actions: EventActions | None = None
+    ) -> None:
+        super().__init__(invocation_context)
+        self.actions = actions if actions is not None else EventActions()
+        self._state: State | None = None
+
+    @property
+    def state(self) -> State:
+        st = self._state
+        if st is None:
+            inv = self._inv
+            st = self._state = State(inv.session.state, inv.temp_state, self.actions.state_delta)
+        return st
+
+    def _artifacts(self) -> BaseArtifactService:
+        service = self._inv.artifact_service
+        if service is None:
+            raise ConfigurationError("no artifact service: pass artifact_service= to the Runner")
+        return service
+
+    async def save_artifact(self, filename: str, artifact: Part) -> int:
+        """Save a new version of an artifact; recorded in `actions.artifact_delta`."""
+        inv = self._inv
+        version = await self._artifacts().save_artifact(
+            app_name=inv.app_name,
+            user_id=inv.user_id,
+            session_id=inv.session.id,
+            filename=filename,
+            artifact=artifact,
+        )
+        self.actions.artifact_delta[filename] = version
+        return version
+
+    async def load_artifact(self, filename: str, version: int | None = None) -> Part | None:
+        inv = self._inv
+        return await self._artifacts().load_artifact(
+            app_name=inv.app_name,
+            user_id=inv.user_id,
+            session_id=inv.session.id,
+            filename=filename,
+            version=version,
+        )
+
+    async def list_artifacts(self) -> list[str]:
+        inv = self._inv
+        return await self._artifacts().list_artifact_keys(
+            app_name=inv.app_name, user_id=inv.user_id, session_id=inv.session.id
+        )
+
+
+class ToolContext(CallbackContext):
+    """What a tool sees: everything a callback sees plus its call id and confirmation."""
+
+    __slots__ = ("function_call_id", "tool_confirmation")
+
+    def __init__(
+        self,
+        invocation_context: InvocationContext,
+        *,
+        function_call_id: str | None = None,
+        actions: EventActions | None = None,
+        tool_confirmation: ToolConfirmation | None = None,
+    ) -> None:
+        super().__init__(invocation_context, actions)
+        self.function_call_id = function_call_id
+        self.tool_confirmation = tool_confirmation
+
+    def request_confirmation(self, *, hint: str | None = None, payload: Any = None) -> None:
+        """Ask a human to confirm this call; the run pauses after this step (SPEC H1)."""
+        if self.function_call_id is None:
+            raise ConfigurationError("request_confirmation() needs a function call id")
+        self.actions.requested_tool_confirmations[self.function_call_id] = ToolConfirmation(
+            hint=hint or "", payload=payload
+        )
+        self.actions.skip_summarization = True
+
+    async def search_memory(self, query: str) -> SearchMemoryResponse:
+        """Search the user's memories (needs a memory service on the Runner)."""
+        inv = self._inv
+        if inv.memory_service is None:
+            raise ConfigurationError("no memory service: pass memory_service= to the Runner")
+        return await inv.memory_service.search_memory(
+            app_name=inv.app_name, user_id=inv.user_id, query=query
+        )

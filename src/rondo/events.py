@@ -1,0 +1,153 @@
+"""Records: the `Event` a session stores, in ADK's shape (SPEC E, F2)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rondo._ids import new_event_id
+from rondo.types import Content, FunctionCall, FunctionResponse, Usage
+
+__all__ = [
+    "Event",
+    "EventActions",
+    "EventCompaction",
+    "PendingCall",
+    "ToolConfirmation",
+]
+
+_config = ConfigDict(
+    extra="forbid", ser_json_bytes="base64", val_json_bytes="base64", defer_build=True
+)
+
+
+class ToolConfirmation(BaseModel):
+    """A human's answer to a tool that asked for confirmation (SPEC H)."""
+
+    model_config = _config
+
+    hint: str = ""
+    confirmed: bool = False
+    payload: Any = None
+
+
+class EventCompaction(BaseModel):
+    """A summary that replaces the events between two timestamps (SPEC K)."""
+
+    model_config = _config
+
+    start_timestamp: float
+    end_timestamp: float
+    compacted_content: Content
+
+
+class EventActions(BaseModel):
+    """Side effects an event carries; the runner applies them when the event is stored."""
+
+    model_config = _config
+
+    state_delta: dict[str, Any] = Field(default_factory=dict[str, Any])
+    artifact_delta: dict[str, int] = Field(default_factory=dict[str, int])
+    transfer_to_agent: str | None = None
+    escalate: bool | None = None
+    skip_summarization: bool | None = None
+    requested_tool_confirmations: dict[str, ToolConfirmation] = Field(
+        default_factory=dict[str, ToolConfirmation]
+    )
+    compaction: EventCompaction | None = None
+
+    def is_empty(self) -> bool:
+        return (
+            not self.state_delta
+            and not self.artifact_delta
+            and self.transfer_to_agent is None
+            and not self.escalate
+            and not self.skip_summarization
+            and not self.requested_tool_confirmations
+            and self.compaction is None
+        )
+
+
+class PendingCall(BaseModel):
+    """A call the run waits on: a confirmation request or a long-running tool (SPEC H3)."""
+
+    model_config = _config
+
+    call_id: str
+    tool_name: str
+    args: dict[str, Any] = Field(default_factory=dict[str, Any])
+    kind: Literal["confirmation", "long_running"] = "long_running"
+    hint: str = ""
+    run_id: str = ""
+    invocation_id: str = ""
+    agent_name: str = ""
+    # For a confirmation request: the tool call it guards.
+    original_call: FunctionCall | None = None
+
+
+class Event(BaseModel):
+    """One record of a session: a user message, a model response or tool results.
+
+    `author` is `"user"` or the agent's name; `content.role` is the model-protocol role, so a
+    tool result is authored by the agent yet has role `"user"`.
+    """
+
+    model_config = _config
+
+    author: str
+    id: str = Field(default_factory=new_event_id)
+    invocation_id: str = ""
+    run_id: str = ""
+    branch: str = ""
+    isolation_scope: str = ""
+    timestamp: float = Field(default_factory=time.time)
+    content: Content | None = None
+    partial: bool = False
+    turn_complete: bool | None = None
+    finish_reason: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    interrupted: bool = False
+    usage: Usage | None = None
+    actions: EventActions = Field(default_factory=EventActions)
+    long_running_tool_ids: set[str] = Field(default_factory=set[str])
+    input_transcription: str | None = None
+    output_transcription: str | None = None
+    custom_metadata: dict[str, Any] | None = None
+
+    def get_function_calls(self) -> list[FunctionCall]:
+        content = self.content
+        if content is None:
+            return []
+        return [p.function_call for p in content.parts if p.function_call is not None]
+
+    def get_function_responses(self) -> list[FunctionResponse]:
+        content = self.content
+        if content is None:
+            return []
+        return [p.function_response for p in content.parts if p.function_response is not None]
+
+    @property
+    def text(self) -> str:
+        """The event's non-thought text ("" when none)."""
+        return self.content.text if self.content is not None else ""
+
+    def is_final_response(self) -> bool:
+        """Whether this event ends the agent's turn (SPEC F2), in the seed's order of checks."""
+        actions = self.actions
+        if actions.compaction is not None:
+            return False
+        if actions.skip_summarization or self.long_running_tool_ids:
+            return True
+        if self.partial:
+            return False
+        content = self.content
+        if content is None:
+            return True
+        parts = content.parts
+        for part in parts:
+            if part.function_call is not None or part.function_response is not None:
+                return False
+        return not (parts and parts[-1].code_execution_result is not None)

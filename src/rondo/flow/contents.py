@@ -1,0 +1,360 @@
+"""Session history → model contents (SPEC C1–C9).
+
+History is not copied, it is rebuilt — but incrementally. `ContentsView` lives next to the
+session's shared `EventLog` (one per agent/branch/scope) and converts each event once: the
+visibility filters (C1, C2, C4), foreign-agent conversion (C3), part normalization and
+client-id stripping (C7). The function-call/response repair of C6 is maintained incrementally
+for the regular case (a response right after its call); an irregular history (late or repeated
+responses) is repaired by a full pass, once, when it appears. Building contents for step k+1
+therefore costs O(new events) (C9).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from rondo._ids import CLIENT_CALL_ID_PREFIX
+from rondo.errors import ContentsError
+from rondo.events import Event
+from rondo.sessions.base import EventLog, EventsView
+from rondo.types import Content, FunctionCall, FunctionResponse, Part
+
+__all__ = [
+    "NUDGE_TEXT",
+    "ContentsView",
+    "build_contents",
+    "is_visible_branch",
+]
+
+logger = logging.getLogger("rondo.contents")
+
+NUDGE_TEXT = (
+    "Continue processing previous requests as instructed. "
+    "Exit or provide a summary if no more outputs are needed."
+)
+HIDDEN_FUNCTIONS = frozenset({"adk_request_confirmation", "adk_request_credential"})
+
+
+def is_visible_branch(invocation_branch: str, event_branch: str) -> bool:
+    """C1: `a.b` sees events of `a` and `a.b`, not of `a.bc`; empty branches see everything."""
+    return (
+        not invocation_branch
+        or not event_branch
+        or invocation_branch == event_branch
+        or invocation_branch.startswith(event_branch + ".")
+    )
+
+
+class _Item:
+    """One visible event, converted once: its model content and its call/response ids."""
+
+    __slots__ = ("call_ids", "content", "response_ids", "turn_start")
+
+    def __init__(
+        self,
+        content: Content,
+        call_ids: frozenset[str] | None,
+        response_ids: tuple[str, ...] | None,
+        turn_start: bool,
+    ) -> None:
+        self.content = content
+        self.call_ids = call_ids
+        self.response_ids = response_ids
+        self.turn_start = turn_start
+
+
+def _strip_part(part: Part) -> Part:
+    fc = part.function_call
+    if fc is not None and fc.id and fc.id.startswith(CLIENT_CALL_ID_PREFIX):
+        return part.model_copy(update={"function_call": FunctionCall(name=fc.name, args=fc.args)})
+    fr = part.function_response
+    if fr is not None and fr.id and fr.id.startswith(CLIENT_CALL_ID_PREFIX):
+        return part.model_copy(
+            update={"function_response": FunctionResponse(name=fr.name, response=fr.response)}
+        )
+    return part
+
+
+def _foreign_content(event: Event) -> Content | None:
+    """C3: another agent's event, retold as user-role context."""
+    assert event.content is not None
+    author = event.author
+    parts = [Part(text="For context:")]
+    for part in event.content.parts:
+        if part.thought:
+            continue
+        if part.text:
+            parts.append(Part(text=f"[{author}] said: {part.text}"))
+        elif part.function_call is not None:
+            fc = part.function_call
+            parts.append(
+                Part(text=f"[{author}] called tool `{fc.name}` with parameters: {fc.args}")
+            )
+        elif part.function_response is not None:
+            fr = part.function_response
+            parts.append(Part(text=f"[{author}] `{fr.name}` tool returned result: {fr.response}"))
+        elif not part.is_empty():
+            parts.append(part)
+    return Content(role="user", parts=parts) if len(parts) > 1 else None
+
+
+def _convert(event: Event, agent_name: str) -> _Item | None:
+    content = event.content
+    if content is None or not content.parts:
+        # C4: transcription-only events become text parts.
+        if event.input_transcription:
+            return _Item(Content.user(event.input_transcription), None, None, True)
+        if event.output_transcription:
+            return _Item(Content.model(event.output_transcription), None, None, False)
+        return None
+    author = event.author
+    if author != "user" and author != agent_name:
+        foreign = _foreign_content(event)
+        return _Item(foreign, None, None, True) if foreign is not None else None
+    parts: list[Part] = []
+    call_ids: list[str] = []
+    response_ids: list[str] = []
+    changed = False
+    for part in content.parts:
+        fc = part.function_call
+        fr = part.function_response
+        if (fc is not None and fc.name in HIDDEN_FUNCTIONS) or (
+            fr is not None and fr.name in HIDDEN_FUNCTIONS
+        ):
+            changed = True  # C4: confirmation/credential protocol never reaches the model.
+            continue
+        if part.is_empty() and not part.thought_signature:
+            changed = True
+            continue
+        if fc is not None and fc.id:
+            call_ids.append(fc.id)
+        if fr is not None and fr.id:
+            response_ids.append(fr.id)
+        stripped = _strip_part(part)
+        changed = changed or stripped is not part
+        parts.append(stripped)
+    if not parts:
+        return None
+    model_content = Content(role=content.role, parts=parts) if changed else content
+    return _Item(
+        model_content,
+        frozenset(call_ids) if call_ids else None,
+        tuple(response_ids) if response_ids else None,
+        author == "user",
+    )
+
+
+def _merge_responses(items: Iterable[_Item]) -> _Item:
+    """Several response events for one call event → one; a later response to an id wins."""
+    by_id: dict[str, Part] = {}
+    loose: list[Part] = []
+    ids: list[str] = []
+    role = "user"
+    for item in items:
+        role = item.content.role
+        rids = item.response_ids or ()
+        # Parts and ids line up only for response parts; walk the parts to pair them.
+        rid_iter = iter(rids)
+        for part in item.content.parts:
+            if part.function_response is not None and rids:
+                rid = next(rid_iter, None)
+                if rid is not None:
+                    if rid not in by_id:
+                        ids.append(rid)
+                    by_id[rid] = part
+                    continue
+            loose.append(part)
+    parts = [by_id[i] for i in ids] + loose
+    return _Item(Content(role=role, parts=parts), None, tuple(ids), False)
+
+
+def _rearrange_latest(items: list[_Item]) -> list[_Item]:
+    """C6: move the latest response's call/response pair to the end of the history.
+
+    Unrelated tool exchanges between the call and the response are kept; other events in
+    between are skipped, as the seed describes.
+    """
+    if len(items) < 2:
+        return items
+    last = items[-1]
+    rids = last.response_ids
+    if not rids:
+        return items
+    prev = items[-2]
+    if prev.call_ids and any(r in prev.call_ids for r in rids):
+        return items
+    call_idx = -1
+    for idx in range(len(items) - 2, -1, -1):
+        cids = items[idx].call_ids
+        if cids and any(r in cids for r in rids):
+            call_idx = idx
+            break
+    if call_idx < 0:
+        raise ContentsError(f"no function call found for function responses {list(rids)}")
+    call_ids = items[call_idx].call_ids or frozenset()
+    if not set(rids) <= call_ids:
+        raise ContentsError(
+            f"the latest function responses {list(rids)} answer calls from more than one "
+            "model turn; they cannot be paired"
+        )
+    related: list[_Item] = []
+    unrelated: list[_Item] = []
+    for item in items[call_idx + 1 : -1]:
+        if item.response_ids and any(r in call_ids for r in item.response_ids):
+            related.append(item)
+        elif item.call_ids or item.response_ids:
+            unrelated.append(item)
+    related.append(last)
+    return [*items[:call_idx], *unrelated, items[call_idx], _merge_responses(related)]
+
+
+def _rearrange_history(items: list[_Item]) -> list[_Item]:
+    """C6: every call event is followed by its (latest, merged) responses; orphans dropped."""
+    latest: dict[str, int] = {}
+    for idx, item in enumerate(items):
+        for rid in item.response_ids or ():
+            latest[rid] = idx
+    out: list[_Item] = []
+    for item in items:
+        if item.response_ids:
+            continue
+        out.append(item)
+        if not item.call_ids:
+            continue
+        indices = sorted({latest[c] for c in item.call_ids if c in latest})
+        if len(indices) == 1:
+            out.append(items[indices[0]])
+        elif indices:
+            out.append(_merge_responses(items[i] for i in indices))
+    return out
+
+
+def _repair(items: list[_Item]) -> list[Content]:
+    return [item.content for item in _rearrange_history(_rearrange_latest(items))]
+
+
+class ContentsView:
+    """The incrementally maintained model contents of one agent on one branch and scope."""
+
+    __slots__ = (
+        "_agent",
+        "_all_calls",
+        "_branch",
+        "_items",
+        "_out",
+        "_out_valid",
+        "_responded",
+        "_scope",
+        "_turn_start",
+        "upto",
+    )
+
+    def __init__(self, agent_name: str, branch: str, scope: str, start: int) -> None:
+        self._agent = agent_name
+        self._branch = branch
+        self._scope = scope
+        self._items: list[_Item] = []
+        self._out: list[Content] = []
+        self._out_valid = True
+        self._all_calls: set[str] = set()
+        self._responded: set[str] = set()
+        self._turn_start = -1
+        self.upto = start
+
+    def advance(self, log: EventLog | list[Event], stop: int) -> None:
+        """Convert the events `[upto, stop)` of the log."""
+        branch = self._branch
+        scope = self._scope
+        agent = self._agent
+        for i in range(self.upto, stop):
+            event = log[i]
+            if event.actions.compaction is not None:
+                continue  # C5: compaction records are ignored while compaction is off.
+            if event.isolation_scope != scope:
+                continue
+            if branch and not is_visible_branch(branch, event.branch):
+                continue
+            item = _convert(event, agent)
+            if item is not None:
+                self._add(item)
+        self.upto = stop
+
+    def _add(self, item: _Item) -> None:
+        items = self._items
+        rids = item.response_ids
+        if rids:
+            known = [r for r in rids if r in self._all_calls]
+            if len(known) < len(rids):
+                orphans = [r for r in rids if r not in self._all_calls]
+                logger.warning("dropping function responses without a call: %s", orphans)
+                if not known:
+                    return
+            prev = items[-1] if items else None
+            regular = (
+                prev is not None
+                and prev.call_ids is not None
+                and all(r in prev.call_ids for r in known)
+                and not any(r in self._responded for r in known)
+                and len(known) == len(rids)
+            )
+            self._responded.update(known)
+            items.append(item)
+            if regular and self._out_valid:
+                self._out.append(item.content)
+            else:
+                self._out_valid = False
+            return
+        if item.call_ids:
+            self._all_calls.update(item.call_ids)
+        if item.turn_start:
+            self._turn_start = len(items)
+        items.append(item)
+        if self._out_valid:
+            self._out.append(item.content)
+
+    def contents(self, *, current_turn_only: bool = False) -> list[Content]:
+        """A fresh list (callers may edit it); items are shared records."""
+        items = self._items
+        if current_turn_only and self._turn_start >= 0:
+            result = _repair(items[self._turn_start :])
+        elif (
+            items
+            and items[-1].response_ids
+            and len(items) >= 2
+            and not (
+                items[-2].call_ids and any(r in items[-2].call_ids for r in items[-1].response_ids)
+            )
+        ):
+            result = _repair(items)
+        else:
+            if not self._out_valid:
+                self._out = [it.content for it in _rearrange_history(items)]
+                self._out_valid = True
+            result = list(self._out)
+        if result and result[-1].role != "user":
+            result.append(Content(role="user", parts=[Part(text=NUDGE_TEXT)]))
+        return result
+
+
+def build_contents(
+    events: EventsView,
+    *,
+    agent_name: str,
+    branch: str,
+    isolation_scope: str,
+    current_turn_only: bool = False,
+) -> list[Content]:
+    """The model contents for an agent, reusing the view cached on the session's log."""
+    log = events.log
+    start = events.start
+    stop = start + len(events)
+    key = ("contents", agent_name, branch, isolation_scope, start)
+    view: ContentsView | None = log.derived.get(key)
+    if view is None or view.upto > stop:
+        fresh = ContentsView(agent_name, branch, isolation_scope, start)
+        if view is None:
+            log.derived[key] = fresh
+        view = fresh
+    view.advance(log, stop)
+    return view.contents(current_turn_only=current_turn_only)

@@ -1,0 +1,330 @@
+"""The loop of one LLM agent: `Flow.run` and `Flow._run_one_step` (SPEC F1–F6).
+
+It reads top to bottom like the seed's `runOneStep`: preprocess → model call → model event →
+tool dispatch → tool event → confirmation → structured output → transfer. Records go *up* as
+yielded events (the runner stores them before this generator resumes) and come back *down* as
+the session history the next step's request is built from.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import time
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any, cast
+
+from rondo._ids import new_reason_id
+from rondo.agents.base import Item
+from rondo.context import CallbackContext, InvocationContext
+from rondo.errors import ConfigurationError, TransferError
+from rondo.events import Event, EventActions
+from rondo.flow._deltas import DeltaTracker
+from rondo.flow.confirmation import confirmation_event
+from rondo.flow.functions import handle_function_calls
+from rondo.flow.model_call import call_model
+from rondo.flow.processors import DEFAULT_REQUEST_PROCESSORS
+from rondo.flow.processors.transfer import transfer_targets
+from rondo.lifecycle import ActionEnd, HITLPending, ReasonEnd, ReasonStart
+from rondo.models.base import ModelRequest, ModelResponse
+from rondo.tools.base import BaseTool, BaseToolset
+from rondo.tools.structured import SET_MODEL_RESPONSE
+from rondo.types import Content, FunctionCall
+
+if TYPE_CHECKING:
+    from rondo.agents.base import BaseAgent
+    from rondo.agents.llm import Agent
+    from rondo.models.base import Model
+
+__all__ = ["MAX_THOUGHT_ONLY_TURNS", "Flow"]
+
+logger = logging.getLogger("rondo.flow")
+
+# F3: a safety bound on consecutive thought-only turns, not a step limit.
+MAX_THOUGHT_ONLY_TURNS = 10
+
+
+def _is_thought_only(event: Event) -> bool:
+    content = event.content
+    return content is not None and bool(content.parts) and all(p.thought for p in content.parts)
+
+
+class Flow:
+    """One agent's loop for one `run`; tools are expanded once per flow (SPEC P2)."""
+
+    __slots__ = ("_targets", "agent", "model", "processors", "relist_tools", "tools")
+
+    def __init__(self, agent: Agent, model: Model) -> None:
+        self.agent = agent
+        self.model = model
+        self.processors = DEFAULT_REQUEST_PROCESSORS
+        self.tools: list[BaseTool] | None = None
+        self.relist_tools = any(
+            isinstance(t, BaseToolset) and t.relist_each_step for t in agent.tools
+        )
+        self._targets: list[BaseAgent] | None = None
+
+    @property
+    def transfer_targets(self) -> list[BaseAgent]:
+        if self._targets is None:
+            self._targets = transfer_targets(self.agent)
+        return self._targets
+
+    async def expand_tools(self, ctx: InvocationContext) -> list[BaseTool]:
+        from rondo.context import ReadonlyContext
+
+        tools: list[BaseTool] = []
+        for entry in self.agent.tools:
+            if isinstance(entry, BaseToolset):
+                tools.extend(await entry.get_tools(ReadonlyContext(ctx)))
+            else:
+                tools.append(entry)
+        names = [t.name for t in tools]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ConfigurationError(f"agent {self.agent.name!r} has several tools named {dupes}")
+        self.tools = tools
+        return tools
+
+    async def run(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
+        """F1: run steps until the last event of a step is a final response."""
+        thought_only_turns = 0
+        while True:
+            last: Event | None = None
+            async with aclosing(self._run_one_step(ctx)) as step:
+                async for item in step:
+                    yield item
+                    if isinstance(item, Event):
+                        last = item
+            if last is None or ctx.end_invocation:
+                return
+            if last.is_final_response():
+                if not _is_thought_only(last):
+                    return
+                # F3: a thought-only answer gets another model call, a bounded number of times.
+                thought_only_turns += 1
+                if thought_only_turns >= MAX_THOUGHT_ONLY_TURNS:
+                    logger.warning(
+                        "agent %s: %d consecutive thought-only turns; stopping",
+                        self.agent.name,
+                        thought_only_turns,
+                    )
+                    return
+            else:
+                thought_only_turns = 0
+            if last.partial:
+                # F4: a stream that ended without its final aggregate is never retried.
+                logger.warning("agent %s: the step ended on a partial event", self.agent.name)
+                return
+
+    async def _preprocess(
+        self, ctx: InvocationContext, request: ModelRequest
+    ) -> AsyncGenerator[Item, None]:
+        for processor in self.processors:
+            result: Any = processor(self, ctx, request)
+            if result is None:
+                continue
+            if inspect.isasyncgen(result):
+                generator = cast(AsyncGenerator[Item, None], result)
+                async with aclosing(generator) as items:
+                    async for item in items:
+                        yield item
+            else:
+                await result
+
+    async def _run_one_step(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
+        agent = self.agent
+        request = ModelRequest(model=self.model.name)
+        async with aclosing(self._preprocess(ctx, request)) as pre:
+            async for item in pre:
+                yield item
+        if ctx.end_invocation:
+            return
+
+        observe = ctx.observe
+        reason_id = new_reason_id()
+        if observe:
+            yield ReasonStart(
+                run_id=ctx.run_id,
+                invocation_id=ctx.invocation_id,
+                agent_name=agent.name,
+                reason_id=reason_id,
+            )
+        deltas = DeltaTracker(ctx, reason_id) if observe else None
+        started = time.perf_counter()
+        # E1: state written by model callbacks travels on this step's model events.
+        actions = EventActions()
+        cb_ctx = CallbackContext(ctx, actions)
+        async with aclosing(call_model(agent, self.model, ctx, request, cb_ctx)) as responses:
+            async for response in responses:
+                if (
+                    response.content is None
+                    and response.error_code is None
+                    and not (response.interrupted)
+                ):
+                    continue
+                event = self._model_event(ctx, response, request.tools, actions)
+                if deltas is not None and event.partial:
+                    for delta in deltas.feed(event):
+                        yield delta
+                yield event
+                if event.partial:
+                    continue  # F5: partial events never dispatch tools.
+                calls = event.get_function_calls()
+                if deltas is not None:
+                    for delta in deltas.close():
+                        yield delta
+                    yield ReasonEnd(
+                        run_id=ctx.run_id,
+                        invocation_id=ctx.invocation_id,
+                        agent_name=agent.name,
+                        reason_id=reason_id,
+                        event=event,
+                        tool_calls=calls,
+                        duration_ms=(time.perf_counter() - started) * 1000.0,
+                    )
+                    if event.long_running_tool_ids and not calls:
+                        yield self._pending(ctx, event, None)
+                if not calls:
+                    continue
+                async with aclosing(self._act(ctx, request, event, calls, reason_id)) as acted:
+                    async for item in acted:
+                        yield item
+                return
+
+    async def _act(
+        self,
+        ctx: InvocationContext,
+        request: ModelRequest,
+        model_event: Event,
+        calls: list[FunctionCall],
+        reason_id: str,
+    ) -> AsyncGenerator[Item, None]:
+        """F5: tool responses, then confirmation, then structured output, then transfer."""
+        agent = self.agent
+        tool_event: Event | None = None
+        dispatch = handle_function_calls(agent, ctx, calls, request.tools, reason_id)
+        async with aclosing(dispatch) as items:
+            async for item in items:
+                if isinstance(item, Event):
+                    tool_event = item
+                yield item
+        if ctx.observe:
+            yield ActionEnd(
+                run_id=ctx.run_id,
+                invocation_id=ctx.invocation_id,
+                agent_name=agent.name,
+                reason_id=reason_id,
+                event=tool_event,
+            )
+        if tool_event is None:
+            if ctx.observe and model_event.long_running_tool_ids:
+                yield self._pending(ctx, model_event, None)
+            return
+        confirm = confirmation_event(ctx, agent.name, calls, tool_event)
+        if confirm is not None:
+            yield confirm
+            if ctx.observe:
+                yield self._pending(ctx, model_event, confirm)
+        elif ctx.observe and model_event.long_running_tool_ids:
+            answered = {r.id for r in tool_event.get_function_responses()}
+            if not model_event.long_running_tool_ids <= answered:
+                yield self._pending(ctx, model_event, tool_event)
+        final = self._structured_output_event(ctx, tool_event)
+        if final is not None:
+            yield final
+        target_name = tool_event.actions.transfer_to_agent
+        if target_name:
+            target = self._transfer_target(target_name)
+            async with aclosing(target.run_async(ctx)) as items:
+                async for item in items:
+                    yield item
+
+    def _transfer_target(self, name: str) -> BaseAgent:
+        for target in self.transfer_targets:
+            if target.name == name:
+                return target
+        legal = ", ".join(t.name for t in self.transfer_targets) or "none"
+        raise TransferError(
+            f"agent {self.agent.name!r} cannot transfer to {name!r} (legal targets: {legal})"
+        )
+
+    def _model_event(
+        self,
+        ctx: InvocationContext,
+        response: ModelResponse,
+        tools: dict[str, Any],
+        actions: EventActions,
+    ) -> Event:
+        """E1/E2: wrap a response as this agent's record on the invocation's branch."""
+        long_running: set[str] = set()
+        content = response.content
+        if content is not None and tools:
+            for part in content.parts:
+                call = part.function_call
+                if call is not None and call.id:
+                    tool = tools.get(call.name)
+                    if tool is not None and tool.is_long_running:
+                        long_running.add(call.id)
+        event_actions = (
+            EventActions(
+                state_delta=dict(actions.state_delta), artifact_delta=dict(actions.artifact_delta)
+            )
+            if actions.state_delta or actions.artifact_delta
+            else EventActions()
+        )
+        return Event(
+            author=self.agent.name,
+            invocation_id=ctx.invocation_id,
+            run_id=ctx.run_id,
+            branch=ctx.branch,
+            isolation_scope=ctx.isolation_scope,
+            content=content,
+            partial=response.partial,
+            turn_complete=response.turn_complete,
+            finish_reason=response.finish_reason,
+            error_code=response.error_code,
+            error_message=response.error_message,
+            interrupted=response.interrupted,
+            usage=response.usage,
+            actions=event_actions,
+            long_running_tool_ids=long_running,
+            input_transcription=response.input_transcription,
+            output_transcription=response.output_transcription,
+            custom_metadata=response.custom_metadata,
+        )
+
+    def _structured_output_event(self, ctx: InvocationContext, tool_event: Event) -> Event | None:
+        """S2: a valid `set_model_response` becomes the final model-role text event."""
+        for response in tool_event.get_function_responses():
+            if response.name == SET_MODEL_RESPONSE and "error" not in response.response:
+                body: Any = response.response
+                schema = self.agent.output_json_schema or {}
+                if schema.get("type") != "object" and set(body) == {"result"}:
+                    body = body["result"]
+                return Event(
+                    author=self.agent.name,
+                    invocation_id=ctx.invocation_id,
+                    run_id=ctx.run_id,
+                    branch=ctx.branch,
+                    isolation_scope=ctx.isolation_scope,
+                    content=Content.model(json.dumps(body, ensure_ascii=False)),
+                )
+        return None
+
+    def _pending(
+        self, ctx: InvocationContext, model_event: Event, extra: Event | None
+    ) -> HITLPending:
+        from rondo.sessions.base import apply_pending
+
+        pending = apply_pending([], model_event)
+        if extra is not None:
+            pending = apply_pending(pending, extra)
+        return HITLPending(
+            run_id=ctx.run_id,
+            invocation_id=ctx.invocation_id,
+            agent_name=self.agent.name,
+            pending=pending,
+        )

@@ -1,0 +1,115 @@
+"""The model boundary of one step: hooks around the model call (SPEC M1–M4, F7)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING, Any
+
+from rondo._callbacks import first_result
+from rondo._ids import new_client_call_id
+from rondo.errors import LlmCallsLimitExceeded
+from rondo.models.base import ModelRequest, ModelResponse
+from rondo.types import Content
+
+if TYPE_CHECKING:
+    from rondo.agents.llm import Agent
+    from rondo.context import CallbackContext, InvocationContext
+    from rondo.models.base import Model
+
+__all__ = ["call_model", "populate_client_call_ids"]
+
+
+def populate_client_call_ids(response: ModelResponse) -> None:
+    """Give every function call an id, so its response can be paired with it (SPEC R2)."""
+    content = response.content
+    if content is None:
+        return
+    for part in content.parts:
+        call = part.function_call
+        if call is not None and not call.id:
+            call.id = new_client_call_id()
+
+
+def _as_response(value: Any, hook: str) -> ModelResponse:
+    if isinstance(value, ModelResponse):
+        return value
+    if isinstance(value, str):
+        return ModelResponse(content=Content.model(value))
+    raise TypeError(f"{hook} must return a ModelResponse or None, got {type(value).__name__}")
+
+
+async def _after_model(
+    agent: Agent, ctx: InvocationContext, cb_ctx: CallbackContext, response: ModelResponse
+) -> ModelResponse:
+    # M1: plugin.after_model, then the agent's; the first non-None result wins.
+    replaced = await ctx.plugins.run("after_model", cb_ctx, response)
+    if replaced is None and agent.after_model_callbacks:
+        replaced = await first_result(agent.after_model_callbacks, cb_ctx, response)
+    return response if replaced is None else _as_response(replaced, "after_model")
+
+
+async def _recover(
+    agent: Agent,
+    ctx: InvocationContext,
+    cb_ctx: CallbackContext,
+    request: ModelRequest,
+    error: Exception,
+) -> ModelResponse:
+    # M3: a replacement response recovers; None keeps the error; a raised error replaces it.
+    replacement = await ctx.plugins.run("on_model_error", cb_ctx, request, error)
+    if replacement is None and agent.on_model_error_callbacks:
+        replacement = await first_result(agent.on_model_error_callbacks, cb_ctx, request, error)
+    if replacement is None:
+        raise error
+    if isinstance(replacement, BaseException):
+        raise replacement
+    return _as_response(replacement, "on_model_error")
+
+
+async def call_model(
+    agent: Agent,
+    model: Model,
+    ctx: InvocationContext,
+    request: ModelRequest,
+    cb_ctx: CallbackContext,
+) -> AsyncGenerator[ModelResponse, None]:
+    """Yield the responses of one model call, after the hooks of SPEC M1 ran on each."""
+    plugins = ctx.plugins
+    response: Any = await plugins.run("before_model", cb_ctx, request)
+    if response is None and agent.before_model_callbacks:
+        response = await first_result(agent.before_model_callbacks, cb_ctx, request)
+    if response is not None:
+        # M2: the model and after_model are skipped; the step still builds an event from it.
+        response = _as_response(response, "before_model")
+        populate_client_call_ids(response)
+        yield response
+        return
+
+    limit = ctx.run_config.max_llm_calls
+    if limit > 0 and ctx.llm_calls >= limit:
+        raise LlmCallsLimitExceeded(
+            f"the invocation reached max_llm_calls={limit}; raise RunConfig.max_llm_calls "
+            "if the agent needs more model calls"
+        )
+    ctx.count_llm_call()
+    run_after = plugins.has("after_model") or bool(agent.after_model_callbacks)
+    responses = model.generate(request, stream=ctx.run_config.streaming_mode == "sse")
+    try:
+        while True:
+            try:
+                response = await anext(responses)
+            except StopAsyncIteration:
+                break
+            except Exception as exc:
+                response = await _recover(agent, ctx, cb_ctx, request, exc)
+                populate_client_call_ids(response)
+                yield await _after_model(agent, ctx, cb_ctx, response) if run_after else response
+                return
+            populate_client_call_ids(response)
+            if run_after:
+                response = await _after_model(agent, ctx, cb_ctx, response)
+            yield response
+    finally:
+        aclose = getattr(responses, "aclose", None)
+        if aclose is not None:
+            await aclose()

@@ -1,0 +1,37 @@
+"""Request processors, in the order the seed runs them (SPEC P1–P9).
+
+Each processor takes `(flow, ctx, request)` and may change the request. It returns None when it
+is done, an awaitable when it has async work, or an async iterator when it yields events of its
+own before the model is called (P0) — so the common case costs one plain function call.
+
+Why this order:
+- basic first: it *replaces* the config, so everything else writes on top of it.
+- tools before confirmation: resuming a confirmed call needs the tool table.
+- instructions, then identity: the seed's system prompt is global → agent → identity.
+- contents after confirmation: re-dispatched calls must be in the history this step sees.
+- output schema and transfer last: they add tools and instructions for the final turn shape.
+"""
+
+from __future__ import annotations
+
+from rondo.flow.confirmation import confirmation_processor
+from rondo.flow.processors.basic import basic_processor
+from rondo.flow.processors.contents import contents_processor
+from rondo.flow.processors.identity import identity_processor
+from rondo.flow.processors.instructions import instructions_processor
+from rondo.flow.processors.output_schema import output_schema_processor
+from rondo.flow.processors.tools import tools_processor
+from rondo.flow.processors.transfer import transfer_processor
+
+__all__ = ["DEFAULT_REQUEST_PROCESSORS"]
+
+DEFAULT_REQUEST_PROCESSORS = (
+    basic_processor,
+    tools_processor,
+    confirmation_processor,
+    instructions_processor,
+    identity_processor,
+    contents_processor,
+    output_schema_processor,
+    transfer_processor,
+)

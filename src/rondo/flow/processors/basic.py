@@ -1,0 +1,30 @@
+"""P1: the agent's generation config, copied per request; native output schema (S1)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rondo.models.base import GenerateConfig, ModelRequest, model_capabilities
+
+if TYPE_CHECKING:
+    from rondo.context import InvocationContext
+    from rondo.flow.loop import Flow
+
+
+def needs_output_schema_fallback(flow: Flow) -> bool:
+    """S2: a schema with tools, on a model that cannot combine them, needs set_model_response."""
+    agent = flow.agent
+    if agent.output_schema is None or agent.mode == "task" or not agent.tools:
+        return False
+    return not model_capabilities(flow.model).response_schema_with_tools
+
+
+def basic_processor(flow: Flow, ctx: InvocationContext, request: ModelRequest) -> None:
+    agent = flow.agent
+    config = agent.generate_config
+    # A deep copy: callbacks may edit the request's config without touching the agent's.
+    request.config = config.model_copy(deep=True) if config is not None else GenerateConfig()
+    schema = agent.output_json_schema
+    if schema is not None and agent.mode != "task" and not needs_output_schema_fallback(flow):
+        request.config.response_schema = dict(schema)
+        request.config.response_mime_type = "application/json"

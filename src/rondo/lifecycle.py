@@ -1,0 +1,266 @@
+"""The typed lifecycle stream (Solon shape): a view of one run, produced by the same loop that
+produces the records (SPEC V).
+
+Every event is a small frozen pydantic model with a snake_case `type` tag, `run_id`,
+`invocation_id`, `agent_name`, `timestamp` and, inside a team, `node`. `LifecycleEvent` is the
+discriminated union; `model_dump(mode="json")` is the wire projection (with `schema_version`),
+and `parse_lifecycle_event` reads it back, returning None for types it does not know (V3).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from rondo.events import Event, PendingCall
+from rondo.types import Blob, FunctionCall
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ActionEnd",
+    "ActionStart",
+    "ContextSize",
+    "HITLDecided",
+    "HITLPending",
+    "LifecycleEvent",
+    "NodeEnd",
+    "NodeStart",
+    "PendingCall",
+    "PlanUpdate",
+    "ReasonDelta",
+    "ReasonEnd",
+    "ReasonStart",
+    "RunEnd",
+    "RunMetrics",
+    "RunStart",
+    "TaskEvent",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "parse_lifecycle_event",
+]
+
+SCHEMA_VERSION = 1
+
+
+class _Lifecycle(BaseModel):
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", ser_json_bytes="base64", defer_build=True
+    )
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    invocation_id: str = ""
+    agent_name: str = ""
+    timestamp: float = Field(default_factory=time.time)
+    # The team node an event belongs to, when it runs inside a team (SPEC V2, beyond).
+    node: str | None = None
+
+
+class RunStart(_Lifecycle):
+    """A run (or a resumed run, same `run_id`) starts."""
+
+    type: Literal["run_start"] = "run_start"
+    session_id: str = ""
+    user_id: str = ""
+    resumed: bool = False
+
+
+class ReasonStart(_Lifecycle):
+    """One model round starts (after the request was built)."""
+
+    type: Literal["reason_start"] = "reason_start"
+    reason_id: str
+
+
+DeltaKind = Literal[
+    "text_start",
+    "text_delta",
+    "text_end",
+    "thinking_start",
+    "thinking_delta",
+    "thinking_end",
+    "media",
+]
+
+
+class ReasonDelta(_Lifecycle):
+    """A streamed piece of the model's output; only when the model streams (SPEC V1)."""
+
+    type: Literal["reason_delta"] = "reason_delta"
+    reason_id: str
+    kind: DeltaKind
+    text: str = ""
+    is_thinking: bool = False
+    media: Blob | None = None
+
+
+class ReasonEnd(_Lifecycle):
+    """One model round ended; `event` is its stored record."""
+
+    type: Literal["reason_end"] = "reason_end"
+    reason_id: str
+    event: Event
+    tool_calls: list[FunctionCall] = Field(default_factory=list[FunctionCall])
+    duration_ms: float = 0.0
+
+
+class ActionStart(_Lifecycle):
+    """The tool calls of a model round start."""
+
+    type: Literal["action_start"] = "action_start"
+    reason_id: str
+    tool_calls: list[FunctionCall] = Field(default_factory=list[FunctionCall])
+
+
+class ToolCallStart(_Lifecycle):
+    type: Literal["tool_call_start"] = "tool_call_start"
+    reason_id: str
+    call_id: str
+    tool_name: str
+    args: dict[str, Any] = Field(default_factory=dict[str, Any])
+
+
+class ToolCallEnd(_Lifecycle):
+    """A tool call finished. `error` is set when it raised, had bad arguments or was unknown."""
+
+    type: Literal["tool_call_end"] = "tool_call_end"
+    reason_id: str
+    call_id: str
+    tool_name: str
+    args: dict[str, Any] = Field(default_factory=dict[str, Any])
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    duration_ms: float = 0.0
+
+
+class ActionEnd(_Lifecycle):
+    """The tool calls of a round ended and their merged record (`event`) is stored."""
+
+    type: Literal["action_end"] = "action_end"
+    reason_id: str
+    event: Event | None = None
+
+
+class HITLPending(_Lifecycle):
+    """The run pauses: these calls wait for a human or an external result."""
+
+    type: Literal["hitl_pending"] = "hitl_pending"
+    pending: list[PendingCall] = Field(default_factory=list[PendingCall])
+
+
+class HITLDecided(_Lifecycle):
+    """A human decision on a paused call took effect."""
+
+    type: Literal["hitl_decided"] = "hitl_decided"
+    call_id: str | None = None
+    tool_name: str = ""
+    args: dict[str, Any] = Field(default_factory=dict[str, Any])
+    decision: Literal["approve", "reject", "skip"] = "approve"
+    comment: str | None = None
+
+
+class PlanUpdate(_Lifecycle):
+    type: Literal["plan_update"] = "plan_update"
+    stage: Literal["create", "progress", "revise"] = "create"
+    plans: list[str] = Field(default_factory=list[str])
+    index: int = 0
+    reason_id: str | None = None
+
+
+class ContextSize(_Lifecycle):
+    """Estimated context size before a model round, and the effect of compaction if any."""
+
+    type: Literal["context_size"] = "context_size"
+    message_count: int = 0
+    token_count: int = 0
+    compressed: bool = False
+    tokens_before: int = 0
+    tokens_after: int = 0
+    messages_before: int = 0
+    messages_after: int = 0
+
+
+class NodeStart(_Lifecycle):
+    type: Literal["node_start"] = "node_start"
+
+
+class NodeEnd(_Lifecycle):
+    type: Literal["node_end"] = "node_end"
+    text: str = ""
+
+
+class RunMetrics(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    model_calls: int = 0
+    tool_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    duration_ms: float = 0.0
+
+
+class RunEnd(_Lifecycle):
+    """The run ended normally or paused (then `pending` lists what it waits for).
+
+    `is_abnormal` is True only when the run ended on a partial response (SPEC F4). The full
+    result of a stream is read here, never by concatenating deltas (SPEC V4).
+    """
+
+    type: Literal["run_end"] = "run_end"
+    text: str = ""
+    output: Any = None
+    metrics: RunMetrics = Field(default_factory=RunMetrics)
+    is_abnormal: bool = False
+    pending: list[PendingCall] = Field(default_factory=list[PendingCall])
+
+
+class TaskEvent(_Lifecycle):
+    """A sub-agent task's event, wrapped with its parent's correlation (SPEC V5)."""
+
+    type: Literal["task_event"] = "task_event"
+    parent_run_id: str
+    task_id: str
+    task_index: int = 1
+    description: str = ""
+    is_multitask: bool = False
+    event: LifecycleEvent
+
+
+LifecycleEvent = Annotated[
+    RunStart
+    | ReasonStart
+    | ReasonDelta
+    | ReasonEnd
+    | ActionStart
+    | ToolCallStart
+    | ToolCallEnd
+    | ActionEnd
+    | HITLPending
+    | HITLDecided
+    | PlanUpdate
+    | ContextSize
+    | NodeStart
+    | NodeEnd
+    | TaskEvent
+    | RunEnd,
+    Field(discriminator="type"),
+]
+
+
+_adapter: TypeAdapter[Any] | None = None
+
+
+def parse_lifecycle_event(data: dict[str, Any]) -> Any:
+    """Read a JSON projection back; returns None for an event type this version does not know."""
+    global _adapter
+    if _adapter is None:
+        _adapter = TypeAdapter(LifecycleEvent)
+    try:
+        return _adapter.validate_python(data)
+    except ValidationError as exc:
+        if any(err["type"] == "union_tag_invalid" for err in exc.errors()):
+            return None
+        raise

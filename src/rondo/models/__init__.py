@@ -1,0 +1,24 @@
+"""Models: the protocol, request/response data and provider adapters (loaded lazily)."""
+
+from rondo.models.base import (
+    FunctionDeclaration,
+    GenerateConfig,
+    Model,
+    ModelCapabilities,
+    ModelRequest,
+    ModelResponse,
+)
+from rondo.models.registry import register_provider, resolve_model
+from rondo.types import Usage
+
+__all__ = [
+    "FunctionDeclaration",
+    "GenerateConfig",
+    "Model",
+    "ModelCapabilities",
+    "ModelRequest",
+    "ModelResponse",
+    "Usage",
+    "register_provider",
+    "resolve_model",
+]

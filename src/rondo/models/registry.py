@@ -1,0 +1,50 @@
+"""Model strings: `"provider:model"` → a `Model` (adapters are imported only when used)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from rondo.errors import ModelNotFoundError
+from rondo.models.base import Model
+
+__all__ = ["register_provider", "resolve_model"]
+
+# provider prefix → (module, factory function, extra that installs its SDK)
+_BUILTIN: dict[str, tuple[str, str, str]] = {
+    "openai": ("rondo.models.openai", "from_model_string", "openai"),
+    "anthropic": ("rondo.models.anthropic", "from_model_string", "anthropic"),
+    "gemini": ("rondo.models.gemini", "from_model_string", "gemini"),
+    "local": ("rondo.models.local", "from_model_string", "local"),
+}
+_custom: dict[str, Callable[[str], Model]] = {}
+
+
+def register_provider(prefix: str, factory: Callable[[str], Model]) -> None:
+    """Make `"prefix:name"` model strings resolve through `factory(name)`."""
+    _custom[prefix] = factory
+
+
+def resolve_model(spec: str) -> Model:
+    """The model a string names; fails now, with what to install or set, if it cannot work."""
+    prefix, sep, name = spec.partition(":")
+    if not sep or not name:
+        known = ", ".join(sorted({*_BUILTIN, *_custom}))
+        raise ModelNotFoundError(
+            f"model string {spec!r} must look like 'provider:model' (providers: {known})"
+        )
+    if prefix in _custom:
+        return _custom[prefix](name)
+    entry = _BUILTIN.get(prefix)
+    if entry is None:
+        known = ", ".join(sorted({*_BUILTIN, *_custom}))
+        raise ModelNotFoundError(f"unknown model provider {prefix!r} in {spec!r} (known: {known})")
+    module_name, factory_name, extra = entry
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ModelNotFoundError(
+            f"model {spec!r} needs the {extra!r} extra: pip install 'rondo-agents[{extra}]' ({exc})"
+        ) from exc
+    factory: Callable[[str], Model] = getattr(module, factory_name)
+    return factory(name)

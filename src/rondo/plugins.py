@@ -1,0 +1,137 @@
+"""Plugins: runner-wide hooks that see every invocation (SPEC R6).
+
+Subclass `Plugin` and override the hooks you need. A hook returning a value short-circuits the
+hooks after it (other plugins and the agent's own callbacks), exactly like agent callbacks.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from rondo.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from rondo.context import CallbackContext, InvocationContext, ToolContext
+    from rondo.events import Event
+    from rondo.models.base import ModelRequest, ModelResponse
+    from rondo.tools.base import BaseTool
+    from rondo.types import Content
+
+__all__ = ["Plugin", "PluginManager"]
+
+HOOKS = (
+    "on_user_message",
+    "before_run",
+    "after_run",
+    "on_event",
+    "before_agent",
+    "after_agent",
+    "before_model",
+    "after_model",
+    "on_model_error",
+    "before_tool",
+    "after_tool",
+    "on_tool_error",
+)
+
+
+class Plugin:
+    """Base class for plugins. Every hook is optional; the defaults do nothing."""
+
+    name: str = ""
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name or self.name or type(self).__name__
+
+    async def on_user_message(self, ctx: InvocationContext, message: Content) -> Content | None:
+        """Inspect or replace the user's message before it is stored."""
+        return None
+
+    async def before_run(self, ctx: InvocationContext) -> Content | None:
+        """Before the agent runs; returning content answers without running it."""
+        return None
+
+    async def after_run(self, ctx: InvocationContext) -> None:
+        """After the invocation finished normally."""
+        return None
+
+    async def on_event(self, ctx: InvocationContext, event: Event) -> Event | None:
+        """Every event before it is stored and yielded; returning an event replaces it."""
+        return None
+
+    async def before_agent(self, ctx: CallbackContext) -> Content | None:
+        return None
+
+    async def after_agent(self, ctx: CallbackContext) -> Content | None:
+        return None
+
+    async def before_model(
+        self, ctx: CallbackContext, request: ModelRequest
+    ) -> ModelResponse | None:
+        return None
+
+    async def after_model(
+        self, ctx: CallbackContext, response: ModelResponse
+    ) -> ModelResponse | None:
+        return None
+
+    async def on_model_error(
+        self, ctx: CallbackContext, request: ModelRequest, error: Exception
+    ) -> ModelResponse | None:
+        return None
+
+    async def before_tool(
+        self, tool: BaseTool, args: dict[str, Any], tool_context: ToolContext
+    ) -> dict[str, Any] | None:
+        return None
+
+    async def after_tool(
+        self,
+        tool: BaseTool,
+        args: dict[str, Any],
+        tool_context: ToolContext,
+        result: dict[str, Any],
+    ) -> dict[str, Any] | None:
+        return None
+
+    async def on_tool_error(
+        self, tool: BaseTool, args: dict[str, Any], tool_context: ToolContext, error: Exception
+    ) -> dict[str, Any] | None:
+        return None
+
+
+class PluginManager:
+    """Runs one hook across the installed plugins; only plugins that override it are called."""
+
+    __slots__ = ("_hooks", "plugins")
+
+    def __init__(self, plugins: Sequence[Plugin] = ()) -> None:
+        names: set[str] = set()
+        for plugin in plugins:
+            if not isinstance(plugin, Plugin):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ConfigurationError(f"plugins must be Plugin instances, got {plugin!r}")
+            if plugin.name in names:
+                raise ConfigurationError(f"two plugins are named {plugin.name!r}")
+            names.add(plugin.name)
+        self.plugins = tuple(plugins)
+        self._hooks: dict[str, tuple[Any, ...]] = {}
+        for hook in HOOKS:
+            base = getattr(Plugin, hook)
+            self._hooks[hook] = tuple(
+                getattr(p, hook) for p in self.plugins if getattr(type(p), hook) is not base
+            )
+
+    def has(self, hook: str) -> bool:
+        return bool(self._hooks[hook])
+
+    async def run(self, hook: str, *args: Any) -> Any:
+        """Call `hook` on each plugin in order; the first non-None result is returned."""
+        for fn in self._hooks[hook]:
+            result = fn(*args)
+            if inspect.isawaitable(result):
+                result = await result
+            if result is not None:
+                return result
+        return None

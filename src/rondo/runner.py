@@ -1,0 +1,435 @@
+"""The Runner: one invocation per user message, events up, history down (SPEC R1, R7, V).
+
+`run_async` yields records (`Event`); `stream_async` yields the typed lifecycle view. Both
+come from `_execute`, the one execution path: the lifecycle view only switches on the
+construction of lifecycle objects inside the same loop.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rondo._ids import new_invocation_id, new_run_id
+from rondo._sync import iterate_sync, run_coroutine_sync
+from rondo.agents.base import BaseAgent, Item
+from rondo.context import InvocationContext
+from rondo.errors import ConfigurationError
+from rondo.events import Event, EventActions, PendingCall
+from rondo.lifecycle import LifecycleEvent, RunEnd, RunMetrics, RunStart
+from rondo.plugins import Plugin, PluginManager
+from rondo.run_config import RunConfig
+from rondo.sessions.base import TEMP_PREFIX, BaseSessionService, Session
+from rondo.sessions.memory import InMemorySessionService
+from rondo.types import Content, Part
+
+if TYPE_CHECKING:
+    from rondo.artifacts.base import BaseArtifactService
+    from rondo.memory.base import BaseMemoryService
+
+__all__ = ["RunResult", "Runner"]
+
+Message = Content | str | Sequence[Part] | None
+
+
+@dataclass
+class RunResult:
+    """The full result of one run: `output` is the final text, or the validated object when
+    the answering agent has an output schema."""
+
+    output: Any
+    events: list[Event]
+    session_id: str
+    text: str = ""
+    run_id: str = ""
+    pending: list[PendingCall] = field(default_factory=list[PendingCall])
+    metrics: RunMetrics = field(default_factory=RunMetrics)
+    is_abnormal: bool = False
+
+
+def _as_content(message: Message) -> Content | None:
+    if message is None:
+        return None
+    if isinstance(message, Content):
+        return message
+    if isinstance(message, str):
+        return Content.user(message)
+    parts = list(message)
+    if all(isinstance(p, Part) for p in parts):  # pyright: ignore[reportUnnecessaryIsInstance]
+        return Content(role="user", parts=parts)
+    raise TypeError("new_message must be Content, str, a list of Part or None")
+
+
+class _Summary:
+    """What `RunEnd` / `RunResult` report, gathered from the records as they pass."""
+
+    __slots__ = ("final", "input_tokens", "last", "output_tokens", "started", "tool_calls")
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.final: Event | None = None
+        self.last: Event | None = None
+        self.tool_calls = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+
+    def record(self, event: Event) -> None:
+        self.last = event
+        if event.partial:
+            return
+        usage = event.usage
+        if usage is not None:
+            self.input_tokens += usage.input_tokens
+            self.output_tokens += usage.output_tokens
+        content = event.content
+        if content is not None and content.role == "user" and event.author != "user":
+            self.tool_calls += sum(1 for p in content.parts if p.function_response is not None)
+        if event.author != "user" and event.is_final_response() and event.text:
+            self.final = event
+
+    def text(self) -> str:
+        return self.final.text if self.final is not None else ""
+
+    def output(self, root: BaseAgent) -> Any:
+        from rondo.agents.llm import Agent
+
+        final = self.final
+        if final is None:
+            return None
+        agent = root.find_agent(final.author)
+        if isinstance(agent, Agent) and agent.output_schema is not None:
+            try:
+                return agent.parse_output(final.text)
+            except ValueError:
+                return final.text
+        return final.text
+
+    def metrics(self, ctx: InvocationContext) -> RunMetrics:
+        return RunMetrics(
+            model_calls=ctx.llm_calls,
+            tool_calls=self.tool_calls,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            total_tokens=self.input_tokens + self.output_tokens,
+            duration_ms=(time.perf_counter() - self.started) * 1000.0,
+        )
+
+    @property
+    def abnormal(self) -> bool:
+        return self.last is not None and self.last.partial
+
+
+class Runner:
+    """Binds an app name, a root agent, services and plugins; runs invocations."""
+
+    def __init__(
+        self,
+        *,
+        agent: BaseAgent,
+        app_name: str = "rondo",
+        session_service: BaseSessionService | None = None,
+        artifact_service: BaseArtifactService | None = None,
+        memory_service: BaseMemoryService | None = None,
+        plugins: Sequence[Plugin] = (),
+    ) -> None:
+        if not isinstance(agent, BaseAgent):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigurationError(f"Runner needs an agent, got {agent!r}")
+        self.agent = agent
+        self.app_name = app_name
+        self.session_service: BaseSessionService = session_service or InMemorySessionService()
+        self.artifact_service = artifact_service
+        self.memory_service = memory_service
+        self.plugin_manager = PluginManager(plugins)
+
+    # -- public entry points ------------------------------------------------------------------
+
+    async def run_async(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        new_message: Message = None,
+        run_config: RunConfig | None = None,
+        state_delta: Mapping[str, Any] | None = None,
+    ) -> AsyncGenerator[Event, None]:
+        """Run one invocation and yield its records; each is stored before it is yielded."""
+        execution = self._execute(
+            user_id, session_id, new_message, run_config, state_delta, observe=False
+        )
+        async with aclosing(execution) as items:
+            async for item in items:
+                if isinstance(item, Event):
+                    yield item
+
+    async def stream_async(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        new_message: Message = None,
+        run_config: RunConfig | None = None,
+        state_delta: Mapping[str, Any] | None = None,
+    ) -> AsyncGenerator[LifecycleEvent, None]:
+        """Run one invocation and yield the lifecycle view (`RunStart` … `RunEnd`).
+
+        Streams model output (`streaming_mode="sse"`) unless `run_config` says otherwise.
+        """
+        config = run_config or RunConfig(streaming_mode="sse")
+        execution = self._execute(
+            user_id, session_id, new_message, config, state_delta, observe=True
+        )
+        async with aclosing(execution) as items:
+            async for item in items:
+                if not isinstance(item, Event):
+                    yield item
+
+    def run(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        new_message: Message = None,
+        run_config: RunConfig | None = None,
+        state_delta: Mapping[str, Any] | None = None,
+    ) -> Iterator[Event]:
+        """`run_async` for synchronous code."""
+        return iterate_sync(
+            lambda: self.run_async(
+                user_id=user_id,
+                session_id=session_id,
+                new_message=new_message,
+                run_config=run_config,
+                state_delta=state_delta,
+            )
+        )
+
+    async def run_to_result(
+        self,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        new_message: Message = None,
+        run_config: RunConfig | None = None,
+    ) -> RunResult:
+        """Run one invocation to the end and return its `RunResult` (no lifecycle objects)."""
+        if session_id is None:
+            session_id = await self.new_session_id(user_id)
+        events: list[Event] = []
+        result: dict[str, Any] = {}
+        execution = self._execute(
+            user_id, session_id, new_message, run_config, None, observe=False, result=result
+        )
+        async with aclosing(execution) as items:
+            async for item in items:
+                if isinstance(item, Event) and not item.partial:
+                    events.append(item)
+        return RunResult(events=events, session_id=session_id, **result)
+
+    def run_sync(
+        self,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        new_message: Message = None,
+        run_config: RunConfig | None = None,
+    ) -> RunResult:
+        return run_coroutine_sync(
+            lambda: self.run_to_result(
+                user_id=user_id,
+                session_id=session_id,
+                new_message=new_message,
+                run_config=run_config,
+            )
+        )
+
+    async def new_session_id(self, user_id: str) -> str:
+        session = await self.session_service.create_session(
+            app_name=self.app_name, user_id=user_id, session_id=uuid.uuid4().hex
+        )
+        return session.id
+
+    # -- the one execution path ---------------------------------------------------------------
+
+    async def _execute(
+        self,
+        user_id: str,
+        session_id: str,
+        new_message: Message,
+        run_config: RunConfig | None,
+        state_delta: Mapping[str, Any] | None,
+        *,
+        observe: bool,
+        result: dict[str, Any] | None = None,
+    ) -> AsyncGenerator[Item, None]:
+        service = self.session_service
+        session = await service.get_session(
+            app_name=self.app_name, user_id=user_id, session_id=session_id
+        )
+        if session is None:
+            session = await service.create_session(
+                app_name=self.app_name, user_id=user_id, session_id=session_id
+            )
+        message = _as_content(new_message)
+        run_id, resumed = self._run_id_for(session, message)
+        agent = self._agent_to_run(session, message)
+        ctx = InvocationContext(
+            app_name=self.app_name,
+            user_id=user_id,
+            session=session,
+            session_service=service,
+            plugins=self.plugin_manager,
+            invocation_id=new_invocation_id(),
+            run_id=run_id,
+            agent=agent,
+            root_agent=self.agent,
+            run_config=run_config,
+            user_content=message,
+            artifact_service=self.artifact_service,
+            memory_service=self.memory_service,
+            observe=observe,
+        )
+        plugins = self.plugin_manager
+        if message is not None or state_delta:
+            if message is not None:
+                replaced = await plugins.run("on_user_message", ctx, message)
+                if replaced is not None:
+                    message = ctx.user_content = replaced
+            user_event = Event(
+                author="user",
+                invocation_id=ctx.invocation_id,
+                run_id=run_id,
+                content=message,
+                actions=EventActions(state_delta=dict(state_delta or {})),
+            )
+            await self._append(ctx, user_event)
+
+        summary = _Summary()
+        if observe:
+            yield RunStart(
+                run_id=run_id,
+                invocation_id=ctx.invocation_id,
+                agent_name=agent.name,
+                session_id=session.id,
+                user_id=user_id,
+                resumed=resumed,
+            )
+        early = await plugins.run("before_run", ctx)
+        if early is not None:
+            event = Event(
+                author=self.agent.name,
+                invocation_id=ctx.invocation_id,
+                run_id=run_id,
+                content=early if isinstance(early, Content) else Content.model(str(early)),
+            )
+            await self._append(ctx, event)
+            summary.record(event)
+            yield event
+        else:
+            async with aclosing(agent.run_async(ctx)) as items:
+                async for item in items:
+                    if isinstance(item, Event):
+                        item = await self._on_event(ctx, item)
+                        summary.record(item)
+                    yield item
+            await plugins.run("after_run", ctx)
+
+        pending = [p for p in session.pending if p.run_id == run_id]
+        if result is not None:
+            result.update(
+                output=summary.output(self.agent),
+                text=summary.text(),
+                run_id=run_id,
+                pending=pending,
+                metrics=summary.metrics(ctx),
+                is_abnormal=summary.abnormal,
+            )
+        if observe:
+            yield RunEnd(
+                run_id=run_id,
+                invocation_id=ctx.invocation_id,
+                agent_name=agent.name,
+                text=summary.text(),
+                output=summary.output(self.agent),
+                metrics=summary.metrics(ctx),
+                is_abnormal=summary.abnormal,
+                pending=pending,
+            )
+
+    async def _on_event(self, ctx: InvocationContext, event: Event) -> Event:
+        """R1: plugins' on_event, then store (non-partial), then the caller sees it."""
+        plugins = self.plugin_manager
+        if plugins.has("on_event"):
+            replaced = await plugins.run("on_event", ctx, event)
+            if replaced is not None:
+                event = replaced
+        if not event.partial:
+            await self._append(ctx, event)
+        return event
+
+    async def _append(self, ctx: InvocationContext, event: Event) -> None:
+        delta = event.actions.state_delta
+        if delta:
+            # temp: keys live for this invocation only; the store drops them (SPEC R3).
+            for key, value in delta.items():
+                if key.startswith(TEMP_PREFIX):
+                    ctx.temp_state[key] = value
+        await self.session_service.append_event(ctx.session, event)
+
+    # -- choosing the run and the agent -------------------------------------------------------
+
+    @staticmethod
+    def _run_id_for(session: Session, message: Content | None) -> tuple[str, bool]:
+        """A message that only answers pending calls continues their run; else a new run."""
+        pending = session.pending
+        if pending:
+            if message is None:
+                return pending[-1].run_id or new_run_id(), True
+            ids = [p.function_response.id for p in message.parts if p.function_response is not None]
+            if ids and len(ids) == len(message.parts):
+                by_id = {p.call_id: p for p in pending}
+                matched = [by_id[i] for i in ids if i in by_id]
+                if matched and len(matched) == len(ids):
+                    return matched[0].run_id or new_run_id(), True
+        return new_run_id(), False
+
+    def _agent_to_run(self, session: Session, message: Content | None) -> BaseAgent:
+        """X3: a function response goes to the agent that made the call; otherwise the agent
+        that answered last, when it may hand control back by transfer; otherwise the root."""
+        root = self.agent
+        events = session.events
+        if message is not None:
+            call_ids = {p.function_response.id for p in message.parts if p.function_response}
+            call_ids.discard(None)
+            if call_ids:
+                for event in reversed(events):
+                    if event.author == "user":
+                        continue
+                    if any(c.id in call_ids for c in event.get_function_calls()):
+                        found = root.find_agent(event.author)
+                        if found is not None:
+                            return found
+                        break
+        for event in reversed(events):
+            if event.author == "user":
+                continue
+            if event.author == root.name:
+                return root
+            agent = root.find_sub_agent(event.author)
+            if agent is not None and _may_transfer_back(agent):
+                return agent
+        return root
+
+
+def _may_transfer_back(agent: BaseAgent) -> bool:
+    from rondo.agents.llm import Agent
+
+    node = agent
+    while node.parent_agent is not None:
+        if not isinstance(node, Agent) or node.mode != "chat" or node.disallow_transfer_to_parent:
+            return False
+        node = node.parent_agent
+    return True

@@ -1,0 +1,294 @@
+"""The session-service interface and the pieces every store shares.
+
+A `Session` is a *handle* read at a version: getting one never copies the history (records are
+shared and immutable), and appending through a handle older than the store raises
+`StaleSessionError` (no lost update).
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+from rondo.events import Event, PendingCall
+from rondo.types import FunctionCall
+
+__all__ = [
+    "APP_PREFIX",
+    "TEMP_PREFIX",
+    "USER_PREFIX",
+    "BaseSessionService",
+    "EventLog",
+    "EventsView",
+    "ListSessionsResponse",
+    "Session",
+    "apply_pending",
+    "split_state_delta",
+    "strip_temp_state",
+]
+
+APP_PREFIX = "app:"
+USER_PREFIX = "user:"
+TEMP_PREFIX = "temp:"
+
+CONFIRMATION_FUNCTION_NAME = "adk_request_confirmation"
+
+
+class EventLog(list[Event]):
+    """An append-only list of a session's events, shared by every handle of that session.
+
+    `derived` holds incremental views computed from the log (the model-contents view of SPEC
+    C9); they live exactly as long as the log does.
+    """
+
+    __slots__ = ("derived",)
+
+    def __init__(self, events: Sequence[Event] = ()) -> None:
+        super().__init__(events)
+        self.derived: dict[Any, Any] = {}
+
+
+class EventsView(Sequence[Event]):
+    """The events a handle can see: a window `[start, stop)` of a shared `EventLog`."""
+
+    __slots__ = ("_log", "_start", "_stop")
+
+    def __init__(self, log: EventLog, start: int = 0, stop: int | None = None) -> None:
+        self._log = log
+        self._start = start
+        self._stop = len(log) if stop is None else stop
+
+    @property
+    def log(self) -> EventLog:
+        return self._log
+
+    @property
+    def start(self) -> int:
+        return self._start
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Event]: ...
+    def __getitem__(self, index: int | slice) -> Event | list[Event]:
+        if isinstance(index, slice):
+            return self._log[self._start : self._stop][index]
+        n = self._stop - self._start
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("event index out of range")
+        return self._log[self._start + index]
+
+    def __iter__(self) -> Iterator[Event]:
+        log = self._log
+        for i in range(self._start, self._stop):
+            yield log[i]
+
+    def __reversed__(self) -> Iterator[Event]:
+        log = self._log
+        for i in range(self._stop - 1, self._start - 1, -1):
+            yield log[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, EventsView | list):
+            return list(self) == list(other)  # pyright: ignore[reportUnknownArgumentType]
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"EventsView({len(self)} events)"
+
+    def _extend_to(self, stop: int) -> None:
+        self._stop = stop
+
+
+@dataclass(eq=False)
+class Session:
+    """A session handle: id, merged state (`app:`, `user:` and session keys), visible events,
+    the calls the last run waits on (`pending`), and the store version it was read at."""
+
+    id: str
+    app_name: str
+    user_id: str
+    state: dict[str, Any] = field(default_factory=dict[str, Any])
+    events: EventsView = field(default_factory=lambda: EventsView(EventLog()))
+    pending: list[PendingCall] = field(default_factory=list[PendingCall])
+    version: int = 0
+    last_update_time: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.events, EventsView):  # pyright: ignore[reportUnnecessaryIsInstance]
+            self.events = EventsView(EventLog(list(self.events)))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready projection of the handle."""
+        return {
+            "id": self.id,
+            "app_name": self.app_name,
+            "user_id": self.user_id,
+            "state": self.state,
+            "events": [e.model_dump(mode="json") for e in self.events],
+            "pending": [p.model_dump(mode="json") for p in self.pending],
+            "version": self.version,
+            "last_update_time": self.last_update_time,
+        }
+
+    def _after_append(self, event: Event, version: int, pending: list[PendingCall]) -> None:
+        """Advance the handle past an event the store just committed."""
+        self.events._extend_to(self.events._stop + 1)  # pyright: ignore[reportPrivateUsage]
+        for key, value in event.actions.state_delta.items():
+            if not key.startswith(TEMP_PREFIX):
+                self.state[key] = value
+        self.pending = pending
+        self.version = version
+        self.last_update_time = event.timestamp
+
+
+@dataclass
+class ListSessionsResponse:
+    """One page of sessions (without events) and the token of the next page, if any."""
+
+    sessions: list[Session]
+    next_page_token: str | None = None
+
+
+def split_state_delta(
+    delta: Mapping[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Split a delta into (app, user, session) parts; `temp:` keys are dropped (SPEC R3)."""
+    app: dict[str, Any] = {}
+    user: dict[str, Any] = {}
+    sess: dict[str, Any] = {}
+    for key, value in delta.items():
+        if key.startswith(APP_PREFIX):
+            app[key] = value
+        elif key.startswith(USER_PREFIX):
+            user[key] = value
+        elif not key.startswith(TEMP_PREFIX):
+            sess[key] = value
+    return app, user, sess
+
+
+def strip_temp_state(event: Event) -> None:
+    """Remove `temp:` keys from an event's delta before it is stored: they are never persisted."""
+    delta = event.actions.state_delta
+    if delta and any(k.startswith(TEMP_PREFIX) for k in delta):
+        event.actions.state_delta = {
+            k: v for k, v in delta.items() if not k.startswith(TEMP_PREFIX)
+        }
+
+
+def _pending_for_call(event: Event, call: FunctionCall) -> PendingCall:
+    if call.name == CONFIRMATION_FUNCTION_NAME:
+        original_raw: Any = call.args.get("originalFunctionCall") or {}
+        confirmation: Any = call.args.get("toolConfirmation") or {}
+        original = FunctionCall.model_validate(original_raw) if original_raw else None
+        return PendingCall(
+            call_id=call.id or "",
+            tool_name=original.name if original else call.name,
+            args=dict(original.args) if original else {},
+            kind="confirmation",
+            hint=str(confirmation.get("hint") or ""),
+            run_id=event.run_id,
+            invocation_id=event.invocation_id,
+            agent_name=event.author,
+            original_call=original,
+        )
+    return PendingCall(
+        call_id=call.id or "",
+        tool_name=call.name,
+        args=dict(call.args),
+        kind="long_running",
+        run_id=event.run_id,
+        invocation_id=event.invocation_id,
+        agent_name=event.author,
+    )
+
+
+def apply_pending(pending: list[PendingCall], event: Event) -> list[PendingCall]:
+    """The pending calls after `event`: new long-running calls join, answered calls leave.
+
+    Returns the same list object when nothing changed (the common case costs no copy).
+    """
+    content = event.content
+    if content is None:
+        return pending
+    answered = {p.function_response.id for p in content.parts if p.function_response is not None}
+    if answered and pending:
+        kept = [p for p in pending if p.call_id not in answered]
+        if len(kept) != len(pending):
+            pending = kept
+    if event.long_running_tool_ids:
+        added = [
+            _pending_for_call(event, p.function_call)
+            for p in content.parts
+            if p.function_call is not None and p.function_call.id in event.long_running_tool_ids
+        ]
+        if added:
+            pending = [*pending, *added]
+    return pending
+
+
+class BaseSessionService(abc.ABC):
+    """Stores sessions, their events and their state."""
+
+    @abc.abstractmethod
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str | None = None,
+        state: Mapping[str, Any] | None = None,
+    ) -> Session:
+        """Create a session; `app:`/`user:` keys of `state` go to their scopes."""
+
+    @abc.abstractmethod
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        num_recent_events: int | None = None,
+        after_timestamp: float | None = None,
+    ) -> Session | None:
+        """A handle on the session, or None. The bounds limit which events it shows."""
+
+    @abc.abstractmethod
+    async def append_event(self, session: Session, event: Event) -> Event:
+        """Store `event` and apply its state delta in one step; advances `session`.
+
+        Partial events are returned unstored. Raises `StaleSessionError` when `session` is
+        older than the stored session.
+        """
+
+    @abc.abstractmethod
+    async def list_sessions(
+        self,
+        *,
+        app_name: str,
+        user_id: str | None = None,
+        limit: int | None = None,
+        page_token: str | None = None,
+    ) -> ListSessionsResponse:
+        """One page of sessions, newest first, without events."""
+
+    @abc.abstractmethod
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        """Delete a session and its events (a missing session is not an error)."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections; the default does nothing."""
+
+
+def now() -> float:
+    return time.time()

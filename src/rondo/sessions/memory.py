@@ -1,0 +1,183 @@
+"""The in-memory session service: the same contract as the SQL store, nothing persisted."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rondo.errors import SessionError, SessionNotFoundError, StaleSessionError
+from rondo.events import Event, PendingCall
+from rondo.sessions.base import (
+    BaseSessionService,
+    EventLog,
+    EventsView,
+    ListSessionsResponse,
+    Session,
+    apply_pending,
+    now,
+    split_state_delta,
+    strip_temp_state,
+)
+
+__all__ = ["InMemorySessionService", "SessionExistsError"]
+
+
+class SessionExistsError(SessionError):
+    """A session with this id already exists."""
+
+
+@dataclass
+class _Stored:
+    log: EventLog
+    state: dict[str, Any]
+    version: int
+    last_update_time: float
+    pending: list[PendingCall] = field(default_factory=list[PendingCall])
+
+
+def _first_after(log: EventLog, timestamp: float) -> int:
+    lo, hi = 0, len(log)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if log[mid].timestamp < timestamp:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+class InMemorySessionService(BaseSessionService):
+    """Sessions in a dict. Handles share the event log; nothing is deep-copied."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[tuple[str, str, str], _Stored] = {}
+        self._app_state: dict[str, dict[str, Any]] = {}
+        self._user_state: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def _merged_state(self, app_name: str, user_id: str, stored: _Stored) -> dict[str, Any]:
+        return {
+            **self._app_state.get(app_name, {}),
+            **self._user_state.get((app_name, user_id), {}),
+            **stored.state,
+        }
+
+    def _handle(
+        self, app_name: str, user_id: str, session_id: str, stored: _Stored, start: int = 0
+    ) -> Session:
+        return Session(
+            id=session_id,
+            app_name=app_name,
+            user_id=user_id,
+            state=self._merged_state(app_name, user_id, stored),
+            events=EventsView(stored.log, start),
+            pending=stored.pending,
+            version=stored.version,
+            last_update_time=stored.last_update_time,
+        )
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str | None = None,
+        state: Mapping[str, Any] | None = None,
+    ) -> Session:
+        session_id = session_id or uuid.uuid4().hex
+        key = (app_name, user_id, session_id)
+        if key in self._sessions:
+            raise SessionExistsError(f"session {session_id!r} already exists")
+        app, user, sess = split_state_delta(state or {})
+        if app:
+            self._app_state.setdefault(app_name, {}).update(app)
+        if user:
+            self._user_state.setdefault((app_name, user_id), {}).update(user)
+        stored = _Stored(log=EventLog(), state=sess, version=0, last_update_time=now())
+        self._sessions[key] = stored
+        return self._handle(app_name, user_id, session_id, stored)
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        num_recent_events: int | None = None,
+        after_timestamp: float | None = None,
+    ) -> Session | None:
+        stored = self._sessions.get((app_name, user_id, session_id))
+        if stored is None:
+            return None
+        start = 0
+        if after_timestamp is not None:
+            start = _first_after(stored.log, after_timestamp)
+        if num_recent_events is not None:
+            start = max(start, len(stored.log) - max(num_recent_events, 0))
+        return self._handle(app_name, user_id, session_id, stored, start)
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        if event.partial:
+            return event
+        stored = self._sessions.get((session.app_name, session.user_id, session.id))
+        if stored is None:
+            raise SessionNotFoundError(f"session {session.id!r} does not exist")
+        if session.version != stored.version:
+            raise StaleSessionError(
+                f"session {session.id!r} is at version {stored.version} but this handle was "
+                f"read at version {session.version}; re-read it with get_session()"
+            )
+        strip_temp_state(event)
+        delta = event.actions.state_delta
+        if delta:
+            app, user, sess = split_state_delta(delta)
+            if app:
+                self._app_state.setdefault(session.app_name, {}).update(app)
+            if user:
+                self._user_state.setdefault((session.app_name, session.user_id), {}).update(user)
+            if sess:
+                stored.state.update(sess)
+        stored.log.append(event)
+        stored.version += 1
+        stored.last_update_time = event.timestamp
+        stored.pending = apply_pending(stored.pending, event)
+        session._after_append(event, stored.version, stored.pending)  # pyright: ignore[reportPrivateUsage]
+        return event
+
+    async def list_sessions(
+        self,
+        *,
+        app_name: str,
+        user_id: str | None = None,
+        limit: int | None = None,
+        page_token: str | None = None,
+    ) -> ListSessionsResponse:
+        keys = sorted(
+            (
+                k
+                for k in self._sessions
+                if k[0] == app_name and (user_id is None or k[1] == user_id)
+            ),
+            key=lambda k: (-self._sessions[k].last_update_time, k[2]),
+        )
+        offset = int(page_token) if page_token else 0
+        end = len(keys) if limit is None else offset + limit
+        page = keys[offset:end]
+        sessions = [
+            Session(
+                id=k[2],
+                app_name=k[0],
+                user_id=k[1],
+                state=self._merged_state(k[0], k[1], self._sessions[k]),
+                pending=self._sessions[k].pending,
+                version=self._sessions[k].version,
+                last_update_time=self._sessions[k].last_update_time,
+            )
+            for k in page
+        ]
+        next_token = str(end) if end < len(keys) else None
+        return ListSessionsResponse(sessions=sessions, next_page_token=next_token)
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        self._sessions.pop((app_name, user_id, session_id), None)

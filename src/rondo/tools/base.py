@@ -1,0 +1,77 @@
+"""The tool contract: a declaration for the model and an implementation for the loop (SPEC P2)."""
+
+from __future__ import annotations
+
+import abc
+import re
+from typing import TYPE_CHECKING, Any
+
+from rondo.errors import ToolDefinitionError
+from rondo.models.base import FunctionDeclaration, ModelRequest
+
+if TYPE_CHECKING:
+    from rondo.context import InvocationContext, ReadonlyContext, ToolContext
+
+__all__ = ["BaseTool", "BaseToolset", "check_tool_name"]
+
+_TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,127}$")
+
+
+def check_tool_name(name: str) -> str:
+    if not _TOOL_NAME.match(name):
+        raise ToolDefinitionError(
+            f"invalid tool name {name!r}: use letters, digits, '_', '.', ':' or '-', starting "
+            "with a letter or '_' (a lambda needs an explicit name=)"
+        )
+    return name
+
+
+class BaseTool(abc.ABC):
+    """A tool an agent can call.
+
+    `declaration()` is what the model sees; `run()` executes a call. Long-running tools may
+    return None ("no response yet", SPEC T5).
+    """
+
+    name: str
+    description: str
+    is_long_running: bool = False
+
+    def __init__(self, *, name: str, description: str = "", is_long_running: bool = False):
+        self.name = check_tool_name(name)
+        self.description = description
+        self.is_long_running = is_long_running
+
+    def declaration(self) -> FunctionDeclaration | None:
+        """The declaration sent to the model, or None for a tool that adds none."""
+        return None
+
+    def process_request(self, ctx: InvocationContext, request: ModelRequest) -> None:
+        """Add this tool to a request: its declaration for the model, itself for execution."""
+        decl = self.declaration()
+        if decl is not None:
+            request.config.tools.append(decl)
+        request.tools[self.name] = self
+
+    @abc.abstractmethod
+    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+        """Execute one call. Raise `ToolArgumentsError` for arguments that do not fit."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+class BaseToolset(abc.ABC):
+    """A dynamic list of tools, expanded when a flow starts (SPEC T7).
+
+    Set `relist_each_step` to have the list re-read before every model call (SPEC P2, beyond).
+    """
+
+    relist_each_step: bool = False
+
+    @abc.abstractmethod
+    async def get_tools(self, ctx: ReadonlyContext) -> list[BaseTool]:
+        """The tools available now."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources (connections, subprocesses)."""

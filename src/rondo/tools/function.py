@@ -1,0 +1,170 @@
+"""Function tools: plain Python functions (sync or async) as tools (SPEC T1)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, overload
+
+from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from rondo._callbacks import call_maybe_async
+from rondo._threads import run_sync_in_thread
+from rondo.context import ToolContext
+from rondo.errors import ToolDefinitionError
+from rondo.models.base import FunctionDeclaration
+from rondo.tools._schema import FunctionSignature
+from rondo.tools.base import BaseTool
+
+__all__ = [
+    "CONFIRMATION_REQUIRED",
+    "FunctionTool",
+    "LongRunningFunctionTool",
+    "as_tool",
+    "to_response",
+    "tool",
+]
+
+CONFIRMATION_REQUIRED = "confirmation required"
+
+
+def to_response(value: Any) -> dict[str, Any]:
+    """A tool's return value as a JSON-ready function-response dict."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    if not isinstance(value, dict):
+        value = {"result": value}
+    try:
+        return to_jsonable_python(value)
+    except PydanticSerializationError as exc:
+        raise TypeError(f"the tool returned a value that is not JSON-serializable: {exc}") from None
+
+
+class FunctionTool(BaseTool):
+    """A tool made from a function. Name, description and parameter schema come from its
+    signature, type hints and docstring; a parameter annotated `ToolContext` (or named
+    `tool_context`) receives the context and is hidden from the model."""
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        require_confirmation: bool | Callable[..., Any] = False,
+        is_long_running: bool = False,
+    ) -> None:
+        if not callable(func):
+            raise ToolDefinitionError(f"a function tool needs a callable, got {func!r}")
+        tool_name = name or getattr(func, "__name__", "") or ""
+        if inspect.isasyncgenfunction(func):
+            raise ToolDefinitionError(
+                f"tool {tool_name!r} is an async generator; streaming tools are not supported "
+                "by FunctionTool"
+            )
+        super().__init__(name=tool_name, is_long_running=is_long_running)
+        self.func = func
+        self._signature = FunctionSignature(func, self.name, ToolContext)
+        self.description = description if description is not None else self._signature.description
+        self.require_confirmation = require_confirmation
+        self._is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
+            type(func).__call__
+        )
+        self._declaration = FunctionDeclaration(
+            name=self.name, description=self.description, parameters=self._signature.parameters
+        )
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return self._signature.parameters
+
+    def declaration(self) -> FunctionDeclaration:
+        return self._declaration
+
+    def validate_args(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Validated keyword arguments, or `ToolArgumentsError` naming what is wrong."""
+        return self._signature.validate(args)
+
+    async def _needs_confirmation(self, kwargs: dict[str, Any]) -> bool:
+        rc = self.require_confirmation
+        if callable(rc):
+            return bool(await call_maybe_async(rc, **kwargs))
+        return bool(rc)
+
+    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+        kwargs = self._signature.validate(args)
+        if self.require_confirmation and await self._needs_confirmation(kwargs):
+            confirmation = tool_context.tool_confirmation
+            if confirmation is None:
+                tool_context.request_confirmation(
+                    hint=f"Please approve or reject the call to {self.name}."
+                )
+                return {"error": CONFIRMATION_REQUIRED}
+            if not confirmation.confirmed:
+                payload = confirmation.payload
+                comment = payload.get("comment") if isinstance(payload, dict) else None  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
+                note = f" Comment: {comment}" if comment else ""
+                return {"error": f"This tool call was rejected by the user.{note}"}
+        if self._signature.context_param is not None:
+            kwargs[self._signature.context_param] = tool_context
+        if self._is_async:
+            return await self.func(**kwargs)
+        result = await run_sync_in_thread(self.func, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the wrapped function directly."""
+        return self.func(*args, **kwargs)
+
+
+class LongRunningFunctionTool(FunctionTool):
+    """A function tool whose result may arrive later: returning None means "no response yet"."""
+
+    def __init__(self, func: Callable[..., Any], **kwargs: Any) -> None:
+        kwargs["is_long_running"] = True
+        super().__init__(func, **kwargs)
+
+
+@overload
+def tool(func: Callable[..., Any], /) -> FunctionTool: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    require_confirmation: bool | Callable[..., Any] = False,
+    is_long_running: bool = False,
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+def tool(
+    func: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    require_confirmation: bool | Callable[..., Any] = False,
+    is_long_running: bool = False,
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Decorator: `@tool` or `@tool(name=..., require_confirmation=True)` → `FunctionTool`."""
+
+    def wrap(f: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(
+            f,
+            name=name,
+            description=description,
+            require_confirmation=require_confirmation,
+            is_long_running=is_long_running,
+        )
+
+    return wrap(func) if func is not None else wrap
+
+
+def as_tool(value: Any) -> BaseTool:
+    """A tool from a `BaseTool` or a plain function."""
+    if isinstance(value, BaseTool):
+        return value
+    if callable(value):
+        return FunctionTool(value)
+    raise ToolDefinitionError(f"not a tool or a function: {value!r}")

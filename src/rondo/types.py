@@ -1,0 +1,154 @@
+"""Message data shared by models, tools, events and stores.
+
+These are pydantic models so they serialize to JSON losslessly (bytes as base64). Records that
+reach a session are treated as immutable: replace an item, never mutate it in place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Blob",
+    "CodeExecutionResult",
+    "Content",
+    "ExecutableCode",
+    "FileData",
+    "FunctionCall",
+    "FunctionResponse",
+    "Part",
+    "PartialArg",
+    "Usage",
+]
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        ser_json_bytes="base64",
+        val_json_bytes="base64",
+        validate_assignment=False,
+        defer_build=True,
+    )
+
+
+class Blob(_Data):
+    """Inline binary data (an image, audio...)."""
+
+    mime_type: str
+    data: bytes
+    display_name: str | None = None
+
+
+class FileData(_Data):
+    """A reference to data stored elsewhere (a URI)."""
+
+    file_uri: str
+    mime_type: str | None = None
+    display_name: str | None = None
+
+
+class PartialArg(_Data):
+    """One streamed fragment of a function call's arguments, addressed by a JSON path.
+
+    String values at the same path are appended; other values replace.
+    """
+
+    json_path: str
+    value: Any = None
+
+
+class FunctionCall(_Data):
+    """A model's request to run a tool. `id` pairs it with its `FunctionResponse`."""
+
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict[str, Any])
+    id: str | None = None
+    # Streaming only: argument fragments and whether more fragments follow.
+    partial_args: list[PartialArg] | None = None
+    will_continue: bool | None = None
+
+
+class FunctionResponse(_Data):
+    """A tool's result, sent back to the model. `id` is the call's id."""
+
+    name: str
+    response: dict[str, Any] = Field(default_factory=dict[str, Any])
+    id: str | None = None
+
+
+class ExecutableCode(_Data):
+    language: str = "python"
+    code: str
+
+
+class CodeExecutionResult(_Data):
+    outcome: str = "ok"
+    output: str = ""
+
+
+class Part(_Data):
+    """One piece of a message: text (or thought), a function call or response, or data."""
+
+    text: str | None = None
+    thought: bool = False
+    thought_signature: bytes | None = None
+    function_call: FunctionCall | None = None
+    function_response: FunctionResponse | None = None
+    inline_data: Blob | None = None
+    file_data: FileData | None = None
+    executable_code: ExecutableCode | None = None
+    code_execution_result: CodeExecutionResult | None = None
+
+    def is_empty(self) -> bool:
+        """True when the part carries nothing a model could read."""
+        return (
+            not self.text
+            and self.function_call is None
+            and self.function_response is None
+            and self.inline_data is None
+            and self.file_data is None
+            and self.executable_code is None
+            and self.code_execution_result is None
+        )
+
+
+class Content(_Data):
+    """A message: a role (`"user"` or `"model"`) and its parts."""
+
+    role: str = "user"
+    parts: list[Part] = Field(default_factory=list[Part])
+
+    @classmethod
+    def user(cls, text: str) -> Content:
+        return cls(role="user", parts=[Part(text=text)])
+
+    @classmethod
+    def model(cls, text: str) -> Content:
+        return cls(role="model", parts=[Part(text=text)])
+
+    @property
+    def text(self) -> str:
+        """The concatenated non-thought text of the parts."""
+        return "".join(p.text for p in self.parts if p.text and not p.thought)
+
+
+class Usage(_Data):
+    """Token usage reported by a provider."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    thoughts_tokens: int = 0
+    cached_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+            thoughts_tokens=self.thoughts_tokens + other.thoughts_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+        )
