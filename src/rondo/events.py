@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rondo._ids import new_event_id
-from rondo.types import Content, FunctionCall, FunctionResponse, Usage
+from rondo.types import Content, FunctionCall, FunctionResponse, Part, Usage
 
 __all__ = [
     "Event",
@@ -85,6 +85,28 @@ class PendingCall(BaseModel):
     agent_name: str = ""
     # For a confirmation request: the tool call it guards.
     original_call: FunctionCall | None = None
+
+    def _answer(self, response: dict[str, Any]) -> Part:
+        name = "adk_request_confirmation" if self.kind == "confirmation" else self.tool_name
+        return Part(
+            function_response=FunctionResponse(name=name, response=response, id=self.call_id)
+        )
+
+    def approve(self, payload: Any = None) -> Part:
+        """The message part that approves this confirmation (send it as the next message)."""
+        return self._answer({"confirmed": True, "decision": "approve", "payload": payload})
+
+    def reject(self, comment: str | None = None) -> Part:
+        """The message part that refuses this call; the tool is not run."""
+        return self._answer({"confirmed": False, "decision": "reject", "comment": comment})
+
+    def skip(self, observation: Any = None) -> Part:
+        """The message part that skips this call: `observation` is recorded as its result."""
+        return self._answer({"confirmed": True, "decision": "skip", "observation": observation})
+
+    def respond(self, result: dict[str, Any]) -> Part:
+        """The message part that delivers a long-running call's result."""
+        return self._answer(result)
 
 
 class Event(BaseModel):

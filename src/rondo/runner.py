@@ -385,9 +385,16 @@ class Runner:
     def _run_id_for(session: Session, message: Content | None) -> tuple[str, bool]:
         """A message that only answers pending calls continues their run; else a new run."""
         pending = session.pending
-        if pending:
-            if message is None:
+        if message is None:
+            # An empty message continues a paused run: pending calls, or an answer that
+            # other code already stored as the latest event.
+            if pending:
                 return pending[-1].run_id or new_run_id(), True
+            answered = _answered_run_id(session.events)
+            if answered:
+                return answered, True
+            return new_run_id(), False
+        if pending:
             ids = [p.function_response.id for p in message.parts if p.function_response is not None]
             if ids and len(ids) == len(message.parts):
                 by_id = {p.call_id: p for p in pending}
@@ -422,6 +429,22 @@ class Runner:
             if agent is not None and _may_transfer_back(agent):
                 return agent
         return root
+
+
+def _answered_run_id(events: Sequence[Event]) -> str | None:
+    """The run whose calls the latest (user-authored) function responses answer."""
+    if not events:
+        return None
+    last = events[-1]
+    if last.author != "user":
+        return None
+    ids = {r.id for r in last.get_function_responses() if r.id}
+    if not ids:
+        return None
+    for event in reversed(events):
+        if event.author != "user" and any(c.id in ids for c in event.get_function_calls()):
+            return event.run_id or None
+    return None
 
 
 def _may_transfer_back(agent: BaseAgent) -> bool:

@@ -105,6 +105,12 @@ def _confirmation_answers(ctx: InvocationContext) -> list[FunctionResponse]:
     # H2: only the latest user message counts; never look past newer user text for approvals.
     user = ctx.user_content
     if user is None:
+        # An empty-message resume: the answers were stored as the latest user event.
+        for event in reversed(ctx.session.events):
+            if event.author == "user":
+                user = event.content
+                break
+    if user is None:
         return []
     return [
         p.function_response

@@ -117,6 +117,9 @@ def _convert(event: Event, agent_name: str) -> _Item | None:
     response_ids: list[str] = []
     changed = False
     for part in content.parts:
+        if part.text:  # the common case: plain text needs no repair
+            parts.append(part)
+            continue
         fc = part.function_call
         fr = part.function_response
         if (fc is not None and fc.name in HIDDEN_FUNCTIONS) or (
@@ -124,8 +127,11 @@ def _convert(event: Event, agent_name: str) -> _Item | None:
         ):
             changed = True  # C4: confirmation/credential protocol never reaches the model.
             continue
-        if part.is_empty() and not part.thought_signature:
-            changed = True
+        if fc is None and fr is None:
+            if part.is_empty() and not part.thought_signature:
+                changed = True
+                continue
+            parts.append(part)
             continue
         if fc is not None and fc.id:
             call_ids.append(fc.id)

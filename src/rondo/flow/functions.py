@@ -16,7 +16,7 @@ from rondo.agents.base import Item
 from rondo.context import ToolContext
 from rondo.errors import ToolNotFoundError
 from rondo.events import Event, EventActions, ToolConfirmation
-from rondo.lifecycle import ActionStart, ToolCallEnd, ToolCallStart
+from rondo.lifecycle import ActionEnd, ActionStart, ToolCallEnd, ToolCallStart
 from rondo.tools.base import BaseTool
 from rondo.tools.function import to_response
 from rondo.types import Content, FunctionCall, FunctionResponse, Part
@@ -227,7 +227,8 @@ async def handle_function_calls(
     confirmations: dict[str, ToolConfirmation] | None = None,
     prefilled: dict[str, dict[str, Any]] | None = None,
 ) -> AsyncGenerator[Item, None]:
-    """Run `calls`; yields lifecycle items (when observed) and, last, the merged record.
+    """Run `calls`; yields lifecycle items (when observed) and the merged record, then
+    `ActionEnd` once that record is stored.
 
     Closing this generator (the consumer stopped) cancels calls still in flight.
     """
@@ -284,4 +285,12 @@ async def handle_function_calls(
         outcomes = [t.result() for t in tasks]
     event = response_event(ctx, agent.name, outcomes)
     if event is not None:
-        yield event
+        yield event  # the runner stores it before this generator resumes
+    if observe:
+        yield ActionEnd(
+            run_id=ctx.run_id,
+            invocation_id=ctx.invocation_id,
+            agent_name=agent.name,
+            reason_id=reason_id,
+            event=event,
+        )

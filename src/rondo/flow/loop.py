@@ -27,7 +27,7 @@ from rondo.flow.functions import handle_function_calls
 from rondo.flow.model_call import call_model
 from rondo.flow.processors import DEFAULT_REQUEST_PROCESSORS
 from rondo.flow.processors.transfer import transfer_targets
-from rondo.lifecycle import ActionEnd, HITLPending, ReasonEnd, ReasonStart
+from rondo.lifecycle import HITLPending, ReasonEnd, ReasonStart
 from rondo.models.base import ModelRequest, ModelResponse
 from rondo.tools.base import BaseTool, BaseToolset
 from rondo.tools.structured import SET_MODEL_RESPONSE
@@ -211,14 +211,6 @@ class Flow:
                 if isinstance(item, Event):
                     tool_event = item
                 yield item
-        if ctx.observe:
-            yield ActionEnd(
-                run_id=ctx.run_id,
-                invocation_id=ctx.invocation_id,
-                agent_name=agent.name,
-                reason_id=reason_id,
-                event=tool_event,
-            )
         if tool_event is None:
             if ctx.observe and model_event.long_running_tool_ids:
                 yield self._pending(ctx, model_event, None)
