@@ -450,9 +450,15 @@ def _answered_run_id(events: Sequence[Event]) -> str | None:
 def _may_transfer_back(agent: BaseAgent) -> bool:
     from rondo.agents.llm import Agent
 
-    node = agent
-    while node.parent_agent is not None:
-        if not isinstance(node, Agent) or node.mode != "chat" or node.disallow_transfer_to_parent:
+    # Every agent on the way up, the root included, must be an LLM agent: a workflow agent
+    # in between owns the order of its children, so control returns to the root.
+    node: BaseAgent | None = agent
+    while node is not None:
+        if not isinstance(node, Agent):
+            return False
+        if node.parent_agent is not None and (
+            node.mode != "chat" or node.disallow_transfer_to_parent
+        ):
             return False
         node = node.parent_agent
     return True

@@ -6,7 +6,7 @@ from rondo.tools.base import BaseTool, BaseToolset
 from rondo.tools.function import FunctionTool, LongRunningFunctionTool, tool
 
 if TYPE_CHECKING:
-    from rondo.tools.exit_loop import exit_loop
+    from rondo.tools.loop_control import exit_loop
 
 __all__ = [
     "BaseTool",
@@ -20,7 +20,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "exit_loop":  # built on first use: describing a tool costs import time
-        from rondo.tools.exit_loop import exit_loop
+        from rondo.tools.loop_control import exit_loop
 
         return exit_loop
     raise AttributeError(f"module 'rondo.tools' has no attribute {name!r}")
