@@ -7,7 +7,7 @@ every write as a delta on their `EventActions` (the runner applies it when the e
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from rondo.errors import ConfigurationError
@@ -136,9 +136,11 @@ class InvocationContext:
         "app_name",
         "artifact_service",
         "branch",
+        "emit",
         "invocation_id",
         "isolation_scope",
         "memory_service",
+        "node",
         "observe",
         "plugins",
         "root_agent",
@@ -169,6 +171,7 @@ class InvocationContext:
         branch: str = "",
         isolation_scope: str = "",
         observe: bool = False,
+        node: str | None = None,
     ) -> None:
         self.app_name = app_name
         self.user_id = user_id
@@ -187,9 +190,20 @@ class InvocationContext:
         self.isolation_scope = isolation_scope
         # Whether someone consumes the lifecycle view; when not, no lifecycle object is built.
         self.observe = observe
+        # The team node this context runs in, stamped on its lifecycle events (SPEC V2).
+        self.node = node
+        # Where tools send lifecycle events of their own (set while a tool call runs).
+        self.emit: Callable[[Any], None] | None = None
         self._shared = _Shared()
 
-    def for_agent(self, agent: BaseAgent, *, branch: str | None = None) -> InvocationContext:
+    def for_agent(
+        self,
+        agent: BaseAgent,
+        *,
+        branch: str | None = None,
+        isolation_scope: str | None = None,
+        node: str | None = None,
+    ) -> InvocationContext:
         """A context for `agent` in the same invocation (counters and temp state shared)."""
         child = object.__new__(InvocationContext)
         for name in InvocationContext.__slots__:
@@ -197,7 +211,20 @@ class InvocationContext:
         child.agent = agent
         if branch is not None:
             child.branch = branch
+        if isolation_scope is not None:
+            child.isolation_scope = isolation_scope
+        if node is not None:
+            child.node = node
         return child
+
+    def correlation(self) -> dict[str, Any]:
+        """The ids every lifecycle event of this context carries (SPEC V2)."""
+        return {
+            "run_id": self.run_id,
+            "invocation_id": self.invocation_id,
+            "agent_name": self.agent.name,
+            "node": self.node,
+        }
 
     @property
     def temp_state(self) -> dict[str, Any]:
@@ -346,6 +373,19 @@ class ToolContext(CallbackContext):
         super().__init__(invocation_context, actions)
         self.function_call_id = function_call_id
         self.tool_confirmation = tool_confirmation
+
+    @property
+    def observed(self) -> bool:
+        """Whether the run's lifecycle view is consumed (so `emit` reaches someone)."""
+        return self._inv.observe and self._inv.emit is not None
+
+    def emit(self, event: Any) -> None:
+        """Send a lifecycle event (a `PlanUpdate`, a wrapped sub-agent event...) to the
+        stream, between this call's `ToolCallStart` and `ToolCallEnd`. A no-op when nobody
+        observes the lifecycle view."""
+        sink = self._inv.emit
+        if sink is not None and self._inv.observe:
+            sink(event)
 
     def request_confirmation(self, *, hint: str | None = None, payload: Any = None) -> None:
         """Ask a human to confirm this call; the run pauses after this step (SPEC H1)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rondo.lifecycle import DeltaKind, ReasonDelta
+from rondo.types import Blob
 
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
@@ -23,17 +24,15 @@ class DeltaTracker:
         self._reason_id = reason_id
         self._open: str | None = None  # "text" | "thinking"
 
-    def _delta(self, kind: DeltaKind, text: str = "", **extra: object) -> ReasonDelta:
+    def _delta(self, kind: DeltaKind, text: str = "", media: Blob | None = None) -> ReasonDelta:
         ctx = self._ctx
         return ReasonDelta(
-            run_id=ctx.run_id,
-            invocation_id=ctx.invocation_id,
-            agent_name=ctx.agent.name,
+            **ctx.correlation(),
             reason_id=self._reason_id,
             kind=kind,
             text=text,
             is_thinking=kind.startswith("thinking"),
-            **extra,  # pyright: ignore[reportArgumentType]
+            media=media,
         )
 
     def feed(self, event: Event) -> list[ReasonDelta]:

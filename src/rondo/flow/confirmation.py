@@ -175,9 +175,7 @@ async def _resume(
         if ctx.observe:
             decided.append(
                 HITLDecided(
-                    run_id=ctx.run_id,
-                    invocation_id=ctx.invocation_id,
-                    agent_name=agent.name,
+                    **ctx.correlation(),
                     call_id=original.id,
                     tool_name=original.name,
                     args=original.args,

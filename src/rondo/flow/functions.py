@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from rondo._callbacks import first_result
@@ -193,9 +194,7 @@ def response_event(
 def _end(ctx: InvocationContext, reason_id: str, outcome: CallOutcome) -> ToolCallEnd:
     call = outcome.call
     return ToolCallEnd(
-        run_id=ctx.run_id,
-        invocation_id=ctx.invocation_id,
-        agent_name=ctx.agent.name,
+        **ctx.correlation(),
         reason_id=reason_id,
         call_id=call.id or "",
         tool_name=call.name,
@@ -208,14 +207,92 @@ def _end(ctx: InvocationContext, reason_id: str, outcome: CallOutcome) -> ToolCa
 
 def _start(ctx: InvocationContext, reason_id: str, call: FunctionCall) -> ToolCallStart:
     return ToolCallStart(
-        run_id=ctx.run_id,
-        invocation_id=ctx.invocation_id,
-        agent_name=ctx.agent.name,
+        **ctx.correlation(),
         reason_id=reason_id,
         call_id=call.id or "",
         tool_name=call.name,
         args=call.args,
     )
+
+
+async def _cancel_unfinished(tasks: Sequence[asyncio.Task[Any]]) -> None:
+    unfinished = [t for t in tasks if not t.done()]
+    for task in unfinished:
+        task.cancel()
+    if unfinished:
+        await asyncio.gather(*unfinished, return_exceptions=True)
+
+
+async def _run_unobserved(
+    agent: Agent,
+    ctx: InvocationContext,
+    calls: Sequence[FunctionCall],
+    tools: dict[str, Any],
+    confirmations: dict[str, ToolConfirmation],
+    prefilled: dict[str, dict[str, Any]],
+) -> list[CallOutcome]:
+    """No lifecycle consumer: one call runs inline (no task), several run concurrently."""
+    if len(calls) == 1:
+        call = calls[0]
+        cid = call.id or ""
+        return [await run_call(agent, ctx, call, tools, confirmations.get(cid), prefilled.get(cid))]
+    tasks = [
+        asyncio.ensure_future(
+            run_call(agent, ctx, c, tools, confirmations.get(c.id or ""), prefilled.get(c.id or ""))
+        )
+        for c in calls
+    ]
+    try:
+        return list(await asyncio.gather(*tasks))
+    finally:
+        await _cancel_unfinished(tasks)
+
+
+async def _run_observed(
+    agent: Agent,
+    ctx: InvocationContext,
+    calls: Sequence[FunctionCall],
+    tools: dict[str, Any],
+    reason_id: str,
+    confirmations: dict[str, ToolConfirmation],
+    prefilled: dict[str, dict[str, Any]],
+    outcomes: list[CallOutcome],
+) -> AsyncGenerator[Item, None]:
+    """Lifecycle consumer present: each call is a task with a sink for the lifecycle events
+    it emits (sub-agent tasks, plan updates); those are yielded between its start and end,
+    and each `ToolCallEnd` is yielded as its call completes."""
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    tasks: list[asyncio.Task[CallOutcome]] = []
+    try:
+        for call in calls:
+            yield _start(ctx, reason_id, call)
+            call_ctx = ctx.for_agent(ctx.agent)
+            call_ctx.emit = queue.put_nowait
+            cid = call.id or ""
+            tasks.append(
+                asyncio.ensure_future(
+                    run_call(
+                        agent, call_ctx, call, tools, confirmations.get(cid), prefilled.get(cid)
+                    )
+                )
+            )
+        pending: set[asyncio.Future[Any]] = set(tasks)
+        while pending:
+            getter = asyncio.ensure_future(queue.get())
+            done, _ = await asyncio.wait({*pending, getter}, return_when=asyncio.FIRST_COMPLETED)
+            if getter in done:
+                yield getter.result()
+            else:
+                getter.cancel()
+            for task in tasks:
+                if task in done:
+                    pending.discard(task)
+                    while not queue.empty():  # what the call emitted comes before its end
+                        yield queue.get_nowait()
+                    yield _end(ctx, reason_id, task.result())
+        outcomes.extend(t.result() for t in tasks)
+    finally:
+        await _cancel_unfinished(tasks)
 
 
 async def handle_function_calls(
@@ -227,70 +304,28 @@ async def handle_function_calls(
     confirmations: dict[str, ToolConfirmation] | None = None,
     prefilled: dict[str, dict[str, Any]] | None = None,
 ) -> AsyncGenerator[Item, None]:
-    """Run `calls`; yields lifecycle items (when observed) and the merged record, then
-    `ActionEnd` once that record is stored.
+    """Run `calls` concurrently; yields lifecycle items (when observed) and the merged
+    record, then `ActionEnd` once that record is stored.
 
     Closing this generator (the consumer stopped) cancels calls still in flight.
     """
-    observe = ctx.observe
-    if observe:
-        yield ActionStart(
-            run_id=ctx.run_id,
-            invocation_id=ctx.invocation_id,
-            agent_name=agent.name,
-            reason_id=reason_id,
-            tool_calls=list(calls),
-        )
     confirmations = confirmations or {}
     prefilled = prefilled or {}
-    if len(calls) == 1:
-        call = calls[0]
-        if observe:
-            yield _start(ctx, reason_id, call)
-        cid = call.id or ""
-        outcomes = [
-            await run_call(agent, ctx, call, tools, confirmations.get(cid), prefilled.get(cid))
-        ]
-        if observe:
-            yield _end(ctx, reason_id, outcomes[0])
-    else:
-        tasks: list[asyncio.Task[CallOutcome]] = []
-        try:
-            for call in calls:
-                if observe:
-                    yield _start(ctx, reason_id, call)
-                cid = call.id or ""
-                tasks.append(
-                    asyncio.ensure_future(
-                        run_call(
-                            agent, ctx, call, tools, confirmations.get(cid), prefilled.get(cid)
-                        )
-                    )
-                )
-            if observe:
-                pending: set[asyncio.Task[CallOutcome]] = set(tasks)
-                while pending:
-                    done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                    for task in tasks:
-                        if task in done:
-                            yield _end(ctx, reason_id, task.result())
-            else:
-                await asyncio.gather(*tasks)
-        finally:
-            unfinished = [t for t in tasks if not t.done()]
-            for task in unfinished:
-                task.cancel()
-            if unfinished:
-                await asyncio.gather(*unfinished, return_exceptions=True)
-        outcomes = [t.result() for t in tasks]
+    if not ctx.observe:
+        outcomes = await _run_unobserved(agent, ctx, calls, tools, confirmations, prefilled)
+        event = response_event(ctx, agent.name, outcomes)
+        if event is not None:
+            yield event
+        return
+    yield ActionStart(**ctx.correlation(), reason_id=reason_id, tool_calls=list(calls))
+    outcomes: list[CallOutcome] = []
+    observed = _run_observed(
+        agent, ctx, calls, tools, reason_id, confirmations, prefilled, outcomes
+    )
+    async with aclosing(observed) as items:
+        async for item in items:
+            yield item
     event = response_event(ctx, agent.name, outcomes)
     if event is not None:
         yield event  # the runner stores it before this generator resumes
-    if observe:
-        yield ActionEnd(
-            run_id=ctx.run_id,
-            invocation_id=ctx.invocation_id,
-            agent_name=agent.name,
-            reason_id=reason_id,
-            event=event,
-        )
+    yield ActionEnd(**ctx.correlation(), reason_id=reason_id, event=event)

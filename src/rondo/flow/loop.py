@@ -146,12 +146,7 @@ class Flow:
         observe = ctx.observe
         reason_id = new_reason_id()
         if observe:
-            yield ReasonStart(
-                run_id=ctx.run_id,
-                invocation_id=ctx.invocation_id,
-                agent_name=agent.name,
-                reason_id=reason_id,
-            )
+            yield ReasonStart(**ctx.correlation(), reason_id=reason_id)
         deltas = DeltaTracker(ctx, reason_id) if observe else None
         started = time.perf_counter()
         # E1: state written by model callbacks travels on this step's model events.
@@ -177,9 +172,7 @@ class Flow:
                     for delta in deltas.close():
                         yield delta
                     yield ReasonEnd(
-                        run_id=ctx.run_id,
-                        invocation_id=ctx.invocation_id,
-                        agent_name=agent.name,
+                        **ctx.correlation(),
                         reason_id=reason_id,
                         event=event,
                         tool_calls=calls,
@@ -314,9 +307,4 @@ class Flow:
         pending = apply_pending([], model_event)
         if extra is not None:
             pending = apply_pending(pending, extra)
-        return HITLPending(
-            run_id=ctx.run_id,
-            invocation_id=ctx.invocation_id,
-            agent_name=self.agent.name,
-            pending=pending,
-        )
+        return HITLPending(**ctx.correlation(), pending=pending)
