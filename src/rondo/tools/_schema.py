@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import types
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -67,6 +68,16 @@ def _param_docs(doc: str | None) -> tuple[str, dict[str, str]]:
     return description, params
 
 
+def _is_context_type(annotation: Any, context_type: type) -> bool:
+    """`ToolContext`, a subclass, or either of them optional (`ToolContext | None`)."""
+    if isinstance(annotation, type):
+        return issubclass(annotation, context_type)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return len(args) == 1 and _is_context_type(args[0], context_type)
+    return False
+
+
 class FunctionSignature:
     """The model-facing schema and the argument validator of one Python function."""
 
@@ -89,9 +100,7 @@ class FunctionSignature:
         fields: dict[str, Any] = {}
         for pname, param in sig.parameters.items():
             annotation = hints.get(pname, Any)
-            is_context = (
-                isinstance(annotation, type) and issubclass(annotation, context_type)
-            ) or pname == "tool_context"
+            is_context = _is_context_type(annotation, context_type) or pname == "tool_context"
             if is_context:
                 self.context_param = pname
                 continue
