@@ -1,0 +1,230 @@
+"""`AnthropicModel`: Claude through the Anthropic Messages API.
+
+`Agent(model="anthropic:claude-sonnet-4-5")` resolves here. Tool use, thinking blocks (as thought
+parts that keep their signatures), structured output and streaming are supported.
+"""
+
+from __future__ import annotations
+
+try:
+    import anthropic
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "rondo.models.anthropic needs the Anthropic SDK: pip install 'rondo-agents[anthropic]'"
+    ) from exc
+
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from anthropic import AsyncAnthropic, AsyncStream, Omit, omit
+from anthropic.types import Message, RawMessageStreamEvent
+
+from rondo.models._anthropic_wire import (
+    EventReader,
+    build_messages,
+    build_output_config,
+    build_thinking,
+    build_tool_choice,
+    build_tools,
+    parse_message,
+)
+from rondo.models._retry import (
+    RetryPolicy,
+    is_transient_status,
+    is_transport_error,
+    retry_after_seconds,
+    retry_stream,
+)
+from rondo.models._shared import PerLoop, env_value, missing_key_error
+from rondo.models.aggregator import StreamAggregator
+from rondo.models.base import ModelCapabilities, ModelRequest, ModelResponse
+
+if TYPE_CHECKING:
+    import httpx2
+
+__all__ = ["AnthropicModel", "RetryPolicy", "from_model_string"]
+
+T = TypeVar("T")
+
+# Error types the API may send inside an event stream that a later attempt can get past.
+_TRANSIENT_ERROR_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+
+
+def _given(value: T | None) -> T | Omit:
+    return omit if value is None else value
+
+
+class AnthropicModel:
+    """A Claude model behind the Anthropic Messages API.
+
+    `api_key` defaults to `ANTHROPIC_API_KEY`, `base_url` to `ANTHROPIC_BASE_URL`. The API
+    requires a token limit: `max_output_tokens` from the request, else `max_tokens` here
+    (raised above the thinking budget when the request sets one). Sampling settings
+    (`temperature`, `top_p`, `top_k`) are sent as given; some Claude models reject them.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+        max_tokens: int = 4096,
+        default_headers: Mapping[str, str] | None = None,
+        http_client: httpx2.AsyncClient | None = None,
+        client: AsyncAnthropic | None = None,
+        capabilities: ModelCapabilities | None = None,
+    ) -> None:
+        self.name = name
+        self.retry = retry or RetryPolicy()
+        self.max_tokens = max_tokens
+        self.capabilities = capabilities or ModelCapabilities(
+            response_schema=True, response_schema_with_tools=True, streaming=True
+        )
+        if client is not None:
+            self._shared: AsyncAnthropic | None = client.with_options(max_retries=0)
+            self._clients: PerLoop[AsyncAnthropic] | None = None
+            return
+        key = api_key or env_value("ANTHROPIC_API_KEY")
+        if key is None:
+            raise missing_key_error(f"anthropic:{name}", ["ANTHROPIC_API_KEY"])
+        url = base_url or env_value("ANTHROPIC_BASE_URL")
+
+        def make() -> AsyncAnthropic:
+            return AsyncAnthropic(
+                api_key=key,
+                base_url=url,
+                timeout=timeout if timeout is not None else anthropic.DEFAULT_TIMEOUT,
+                max_retries=0,
+                default_headers=default_headers,
+                http_client=http_client,
+            )
+
+        if http_client is not None:
+            self._shared, self._clients = make(), None
+        else:
+            self._shared, self._clients = None, PerLoop(make)
+
+    def __repr__(self) -> str:
+        return f"AnthropicModel({self.name!r})"
+
+    def _client(self) -> AsyncAnthropic:
+        if self._shared is not None:
+            return self._shared
+        assert self._clients is not None
+        return self._clients.get()
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this model opened in the running event loop."""
+        if self._clients is not None:
+            client = self._clients.current()
+            self._clients.forget()
+            if client is not None:
+                await client.close()
+
+    async def generate(
+        self, request: ModelRequest, *, stream: bool = False
+    ) -> AsyncGenerator[ModelResponse, None]:
+        """Yield one response; with `stream`, partial deltas then one final aggregate."""
+        attempt = (lambda: self._stream(request)) if stream else (lambda: self._complete(request))
+        responses = retry_stream(
+            self.retry,
+            attempt,
+            is_transient=_is_transient,
+            retry_after=_retry_after,
+            describe=f"anthropic:{self.name}",
+        )
+        async with aclosing(responses):
+            async for response in responses:
+                yield response
+
+    async def _complete(self, request: ModelRequest) -> AsyncGenerator[ModelResponse, None]:
+        message = await self._create(request, stream=False)
+        assert isinstance(message, Message)
+        yield parse_message(message)
+
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[ModelResponse, None]:
+        events = await self._create(request, stream=True)
+        assert isinstance(events, AsyncStream)
+        aggregator = StreamAggregator()
+        reader = EventReader()
+        async with events:
+            async for event in events:
+                chunk = reader.read(event)
+                if chunk is None:
+                    continue
+                partial = aggregator.add(chunk)
+                if partial.content is not None or partial.error_code is not None:
+                    yield partial
+        final = aggregator.close()  # A3: reached only when the stream ended normally
+        if final is not None:
+            yield final
+
+    async def _create(
+        self, request: ModelRequest, *, stream: bool
+    ) -> Message | AsyncStream[RawMessageStreamEvent]:
+        config = request.config
+        tools = build_tools(config.tools)
+        choice = build_tool_choice(config.tool_choice) if tools else None
+        thinking = build_thinking(config)
+        max_tokens = config.max_output_tokens
+        if max_tokens is None:
+            max_tokens = self.max_tokens
+            budget = config.thinking_budget or 0
+            if budget >= max_tokens:
+                max_tokens = budget + self.max_tokens  # the budget must stay below the limit
+        extra: dict[str, Any] = {}
+        # No longer typed parameters of the SDK, but still accepted by the models that allow them.
+        for key, value in (
+            ("temperature", config.temperature),
+            ("top_p", config.top_p),
+            ("top_k", config.top_k),
+        ):
+            if value is not None:
+                extra[key] = value
+        if config.extra:
+            extra.update(config.extra)
+        return await self._client().messages.create(
+            model=self.name,
+            max_tokens=max_tokens,
+            messages=build_messages(request.contents),
+            system=_given(config.system_instruction or None),
+            tools=tools if tools else omit,
+            tool_choice=_given(choice),
+            thinking=_given(thinking),
+            output_config=_given(build_output_config(config)),
+            stop_sequences=config.stop_sequences if config.stop_sequences else omit,
+            stream=stream,
+            extra_body=extra or None,
+        )
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, anthropic.APIStatusError):
+        if is_transient_status(exc.status_code):
+            return True
+        # An `error` event inside a 200 stream: judge it by the error's type.
+        return _error_type(exc.body) in _TRANSIENT_ERROR_TYPES
+    if isinstance(exc, anthropic.APIConnectionError):
+        return True  # includes timeouts
+    return is_transport_error(exc)
+
+
+def _error_type(body: object) -> str | None:
+    error = cast(dict[str, Any], body).get("error") if isinstance(body, dict) else None
+    kind = cast(dict[str, Any], error).get("type") if isinstance(error, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    if isinstance(exc, anthropic.APIStatusError):
+        return retry_after_seconds(exc.response.headers)
+    return None
+
+
+def from_model_string(name: str) -> AnthropicModel:
+    """The model for `"anthropic:<name>"`, configured from the environment."""
+    return AnthropicModel(name)
