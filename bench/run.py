@@ -137,7 +137,11 @@ def _measured(cmd: Sequence[str]) -> tuple[float, float]:
     return wall, usage.ru_utime + usage.ru_stime
 
 
-def import_time(fw: Framework, reps: int) -> dict[str, float]:
+# What rondo's import cannot go below: its own dependencies, measured the same way.
+FLOOR_IMPORTS = ("import asyncio", "import asyncio; from pydantic import BaseModel")
+
+
+def import_time(fw: Framework, reps: int, line: str | None = None) -> dict[str, float]:
     """Median wall time of fresh `python -c "<import>"` minus that of `python -c pass`.
 
     Runs are interleaved (import, baseline, import, …) after one warm-up of each, so a busy
@@ -146,7 +150,7 @@ def import_time(fw: Framework, reps: int) -> dict[str, float]:
     machine it is the steadier of the two.
     """
     python = str(fw.python)
-    probe = [python, "-c", fw.import_line]
+    probe = [python, "-c", line or fw.import_line]
     baseline = [python, "-c", "pass"]
     _measured(probe)
     _measured(baseline)
@@ -371,6 +375,13 @@ def extras(results: dict[str, dict[str, Any]]) -> list[str]:
                 f"(`RunConfig(tool_thread_pool_config=ToolThreadPoolConfig(max_workers=8))`): "
                 f"{opt_in['wall_ms']:.1f} ms wall (the table shows the default)."
             )
+        floor = result.get("import_floor")
+        if floor:
+            measured = "; ".join(
+                f"`{line}` {v['ms']:.0f} ms wall / {v['cpu_ms']:.0f} ms CPU"
+                for line, v in floor.items()
+            )
+            lines.append(f"- {label}: import floor (its dependencies alone) — {measured}.")
         history = result.get("history")
         if history:
             saw = ", ".join(f"{k}: {v['model_saw']:,}" for k, v in history.items())
@@ -401,15 +412,23 @@ METHODOLOGY = """\
   The async-tool rows repeat the loop with `async def get_weather_async`.
 - **Step after K events**: the framework's own session store is filled with K alternating
   user / model text events (pydantic-ai: K messages passed as `message_history`), then one
-  invocation with one new user message and one model call that answers text is timed (median
-  CPU over repetitions on the same session, after one warm-up; each repetition adds its two
-  events to rondo's and ADK's sessions, a negligible growth). The target is about growth:
-  after 5,000 events within 1.5× of after 100.
+  invocation with one new user message and one model call that answers text is timed. The
+  first step on a freshly filled session is reported apart ("first step", where per-session
+  caches such as rondo's incremental contents view are built); the main rows are the median
+  CPU of the steps after it on the same session — what every turn of a long conversation
+  costs. Up to 40 such steps, fewer (never under 3) for a framework that exceeds a 15 s
+  budget; a session serves at most K/25 steps (each adds two events, ≤ 8% growth) before a
+  fresh one is filled. Calls = cProfile of one such step. The target is about growth: after
+  5,000 events within 1.5× of after 100; the call-count ratio is the noise-free view of it.
 - **8 parallel 50 ms tools**: one model response holding 8 calls; each tool sleeps 50 ms
   (`await asyncio.sleep(0.05)` or `time.sleep(0.05)`). Wall time of the invocation, median
   after one warm-up. Each framework runs with its defaults (see the notes for ADK's opt-in).
-- **Import**: median wall time of fresh `python -c "<canonical import>"` processes minus the
-  median of `python -c pass`, interleaved, after one warm-up (bytecode already compiled).
+- **Import**: median wall time of 5 fresh `python -c "<canonical import>"` processes minus
+  the median of `python -c pass`, interleaved, after one warm-up (bytecode already compiled);
+  the CPU row is the same processes' user + system time (from `wait4`). Canonical imports:
+  `from rondo import Agent, Runner`; `from google.adk.agents import Agent; from
+  google.adk.runners import Runner`; `from pydantic_ai import Agent`. The floor rows in the
+  notes measure rondo's own dependencies the same way, in rondo's venv.
 - **Noise.** The machine is shared with other work, so wall times (parallel tools, import)
   are noisier than CPU times, and call counts are exact and repeatable: prefer them when
   comparing. The 1-minute load average is recorded above.
@@ -498,6 +517,10 @@ def main() -> None:
         result["label"] = fw.label
         log(f"{fw.label}: import time")
         result["import"] = import_time(fw, 3 if args.quick else 5)
+        if fw.key == "rondo":
+            result["import_floor"] = {
+                line: import_time(fw, 3 if args.quick else 5, line) for line in FLOOR_IMPORTS
+            }
         results[fw.key] = result
 
     print()
