@@ -13,7 +13,9 @@ from rondo._version import __version__
 
 if TYPE_CHECKING:
     from rondo.agents.base import BaseAgent
+    from rondo.agents.harness import Harness
     from rondo.agents.llm import Agent, LlmAgent
+    from rondo.agents.team import Team
     from rondo.agents.workflow import LoopAgent, ParallelAgent, SequentialAgent
     from rondo.context import CallbackContext, InvocationContext, ReadonlyContext, ToolContext
     from rondo.errors import (
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from rondo.runner import Runner, RunResult
     from rondo.sessions.base import BaseSessionService, ListSessionsResponse, Session
     from rondo.sessions.memory import InMemorySessionService
+    from rondo.tools.agent_tool import AgentTool
     from rondo.tools.base import BaseTool, BaseToolset
     from rondo.tools.function import FunctionTool, LongRunningFunctionTool, tool
     from rondo.types import Blob, Content, FunctionCall, FunctionResponse, Part, Usage
@@ -54,6 +57,9 @@ _EXPORTS: dict[str, str] = {
     "SequentialAgent": "rondo.agents.workflow",
     "ParallelAgent": "rondo.agents.workflow",
     "LoopAgent": "rondo.agents.workflow",
+    "Team": "rondo.agents.team",
+    "Harness": "rondo.agents.harness",
+    "AgentTool": "rondo.tools.agent_tool",
     "Runner": "rondo.runner",
     "RunResult": "rondo.runner",
     "RunConfig": "rondo.run_config",
@@ -104,6 +110,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "Agent",
+    "AgentTool",
     "BaseAgent",
     "BaseSessionService",
     "BaseTool",
@@ -119,6 +126,7 @@ __all__ = [
     "FunctionCall",
     "FunctionResponse",
     "FunctionTool",
+    "Harness",
     "InMemorySessionService",
     "InstructionError",
     "InvalidCallbackError",
@@ -146,6 +154,7 @@ __all__ = [
     "SessionError",
     "SessionNotFoundError",
     "StaleSessionError",
+    "Team",
     "ToolArgumentsError",
     "ToolConfirmation",
     "ToolContext",

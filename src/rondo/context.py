@@ -7,6 +7,7 @@ every write as a delta on their `EventActions` (the runner applies it when the e
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -116,6 +117,27 @@ class State(Mapping[str, Any]):
         return f"State({self.to_dict()!r})"
 
 
+class EventSink:
+    """The channel from a running tool call to the step that dispatched it.
+
+    `emit` queues a lifecycle event; `send` queues a record and waits until the consumer
+    has processed (stored) it — events up, as everywhere else (SPEC R1).
+    """
+
+    __slots__ = ("_put",)
+
+    def __init__(self, put: Callable[[tuple[Any, asyncio.Future[None] | None]], None]) -> None:
+        self._put = put
+
+    def emit(self, item: Any) -> None:
+        self._put((item, None))
+
+    async def send(self, item: Any) -> None:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._put((item, done))
+        await done
+
+
 class _Shared:
     """Per-invocation counters shared by every agent's context in that invocation."""
 
@@ -136,7 +158,6 @@ class InvocationContext:
         "app_name",
         "artifact_service",
         "branch",
-        "emit",
         "invocation_id",
         "isolation_scope",
         "memory_service",
@@ -148,6 +169,7 @@ class InvocationContext:
         "run_id",
         "session",
         "session_service",
+        "sink",
         "user_content",
         "user_id",
     )
@@ -192,8 +214,8 @@ class InvocationContext:
         self.observe = observe
         # The team node this context runs in, stamped on its lifecycle events (SPEC V2).
         self.node = node
-        # Where tools send lifecycle events of their own (set while a tool call runs).
-        self.emit: Callable[[Any], None] | None = None
+        # Where a running tool sends events of its own (set by the tool dispatcher).
+        self.sink: EventSink | None = None
         self._shared = _Shared()
 
     def for_agent(
@@ -377,15 +399,25 @@ class ToolContext(CallbackContext):
     @property
     def observed(self) -> bool:
         """Whether the run's lifecycle view is consumed (so `emit` reaches someone)."""
-        return self._inv.observe and self._inv.emit is not None
+        return self._inv.observe and self._inv.sink is not None
 
     def emit(self, event: Any) -> None:
         """Send a lifecycle event (a `PlanUpdate`, a wrapped sub-agent event...) to the
         stream, between this call's `ToolCallStart` and `ToolCallEnd`. A no-op when nobody
         observes the lifecycle view."""
-        sink = self._inv.emit
+        sink = self._inv.sink
         if sink is not None and self._inv.observe:
-            sink(event)
+            sink.emit(event)
+
+    async def send_event(self, event: Any) -> None:
+        """Hand a record up to the runner and wait until it is stored (for tools whose
+        `yields_events` is set, such as task agents running in this session)."""
+        sink = self._inv.sink
+        if sink is None:
+            raise ConfigurationError(
+                "send_event() needs a tool whose `yields_events` attribute is True"
+            )
+        await sink.send(event)
 
     def request_confirmation(self, *, hint: str | None = None, payload: Any = None) -> None:
         """Ask a human to confirm this call; the run pauses after this step (SPEC H1)."""

@@ -157,7 +157,7 @@ class Runner:
         state_delta: Mapping[str, Any] | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Run one invocation and yield its records; each is stored before it is yielded."""
-        execution = self._execute(
+        execution = self.execute(
             user_id, session_id, new_message, run_config, state_delta, observe=False
         )
         async with aclosing(execution) as items:
@@ -179,7 +179,7 @@ class Runner:
         Streams model output (`streaming_mode="sse"`) unless `run_config` says otherwise.
         """
         config = run_config or RunConfig(streaming_mode="sse")
-        execution = self._execute(
+        execution = self.execute(
             user_id, session_id, new_message, config, state_delta, observe=True
         )
         async with aclosing(execution) as items:
@@ -220,7 +220,7 @@ class Runner:
             session_id = await self.new_session_id(user_id)
         events: list[Event] = []
         result: dict[str, Any] = {}
-        execution = self._execute(
+        execution = self.execute(
             user_id, session_id, new_message, run_config, None, observe=False, result=result
         )
         async with aclosing(execution) as items:
@@ -254,7 +254,7 @@ class Runner:
 
     # -- the one execution path ---------------------------------------------------------------
 
-    async def _execute(
+    async def execute(
         self,
         user_id: str,
         session_id: str,
@@ -265,6 +265,9 @@ class Runner:
         observe: bool,
         result: dict[str, Any] | None = None,
     ) -> AsyncGenerator[Item, None]:
+        """The one execution path behind every entry point: yields records and, with
+        `observe`, the lifecycle events built alongside them. `result`, when given, is
+        filled with what `RunResult` reports."""
         service = self.session_service
         session = await service.get_session(
             app_name=self.app_name, user_id=user_id, session_id=session_id

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
+from rondo.agents._concurrent import DONE, interleave
 from rondo.agents.base import BaseAgent, Item
 from rondo.context import InvocationContext
 from rondo.errors import ConfigurationError
@@ -27,7 +27,7 @@ class SequentialAgent(BaseAgent):
                 return
 
 
-def _child_branch(parent: str, *names: str) -> str:
+def child_branch(parent: str, *names: str) -> str:
     return ".".join([parent, *names]) if parent else ".".join(names)
 
 
@@ -39,44 +39,14 @@ class ParallelAgent(BaseAgent):
     """
 
     async def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
-        if not self.sub_agents:
-            return
-        queue: asyncio.Queue[tuple[int, Any, asyncio.Event | None]] = asyncio.Queue()
-        done_marker = object()
-
-        async def drive(index: int, sub: BaseAgent) -> None:
-            child_ctx = ctx.for_agent(
-                ctx.agent, branch=_child_branch(ctx.branch, self.name, sub.name)
-            )
-            try:
-                async with aclosing(sub.run_async(child_ctx)) as items:
-                    async for item in items:
-                        processed = asyncio.Event()
-                        await queue.put((index, item, processed))
-                        await processed.wait()  # events up: resume only after it is stored
-            except BaseException as exc:
-                await queue.put((index, exc, None))
-                return
-            await queue.put((index, done_marker, None))
-
-        tasks = [asyncio.ensure_future(drive(i, sub)) for i, sub in enumerate(self.sub_agents)]
-        remaining = len(tasks)
-        try:
-            while remaining:
-                _, item, processed = await queue.get()
-                if item is done_marker:
-                    remaining -= 1
-                    continue
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-                if processed is not None:
-                    processed.set()
-        finally:
-            for task in tasks:
-                if not task.done():
-                    task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        runs = [
+            (sub, ctx.for_agent(ctx.agent, branch=child_branch(ctx.branch, self.name, sub.name)))
+            for sub in self.sub_agents
+        ]
+        async with aclosing(interleave(runs)) as items:
+            async for _, item in items:
+                if item is not DONE:
+                    yield item
 
 
 class LoopAgent(BaseAgent):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rondo._callbacks import first_result
 from rondo.agents.base import Item
-from rondo.context import ToolContext
+from rondo.context import EventSink, ToolContext
 from rondo.errors import ToolNotFoundError
 from rondo.events import Event, EventActions, ToolConfirmation
 from rondo.lifecycle import ActionEnd, ActionStart, ToolCallEnd, ToolCallStart
@@ -248,7 +248,7 @@ async def _run_unobserved(
         await _cancel_unfinished(tasks)
 
 
-async def _run_observed(
+async def _run_streamed(
     agent: Agent,
     ctx: InvocationContext,
     calls: Sequence[FunctionCall],
@@ -258,16 +258,19 @@ async def _run_observed(
     prefilled: dict[str, dict[str, Any]],
     outcomes: list[CallOutcome],
 ) -> AsyncGenerator[Item, None]:
-    """Lifecycle consumer present: each call is a task with a sink for the lifecycle events
-    it emits (sub-agent tasks, plan updates); those are yielded between its start and end,
-    and each `ToolCallEnd` is yielded as its call completes."""
-    queue: asyncio.Queue[Any] = asyncio.Queue()
+    """Each call is a task with a sink for what it sends: lifecycle events (sub-agent tasks,
+    plan updates) and records (task agents in this session). They are yielded between the
+    call's start and end; each `ToolCallEnd` is yielded as its call completes."""
+    observe = ctx.observe
+    queue: asyncio.Queue[tuple[Any, asyncio.Future[None] | None]] = asyncio.Queue()
+    sink = EventSink(queue.put_nowait)
     tasks: list[asyncio.Task[CallOutcome]] = []
     try:
         for call in calls:
-            yield _start(ctx, reason_id, call)
+            if observe:
+                yield _start(ctx, reason_id, call)
             call_ctx = ctx.for_agent(ctx.agent)
-            call_ctx.emit = queue.put_nowait
+            call_ctx.sink = sink
             cid = call.id or ""
             tasks.append(
                 asyncio.ensure_future(
@@ -281,15 +284,22 @@ async def _run_observed(
             getter = asyncio.ensure_future(queue.get())
             done, _ = await asyncio.wait({*pending, getter}, return_when=asyncio.FIRST_COMPLETED)
             if getter in done:
-                yield getter.result()
+                item, ack = getter.result()
+                yield item
+                if ack is not None and not ack.done():
+                    ack.set_result(None)
             else:
                 getter.cancel()
             for task in tasks:
                 if task in done:
                     pending.discard(task)
-                    while not queue.empty():  # what the call emitted comes before its end
-                        yield queue.get_nowait()
-                    yield _end(ctx, reason_id, task.result())
+                    while not queue.empty():  # what the call sent comes before its end
+                        item, ack = queue.get_nowait()
+                        yield item
+                        if ack is not None and not ack.done():
+                            ack.set_result(None)
+                    if observe:
+                        yield _end(ctx, reason_id, task.result())
         outcomes.extend(t.result() for t in tasks)
     finally:
         await _cancel_unfinished(tasks)
@@ -311,21 +321,25 @@ async def handle_function_calls(
     """
     confirmations = confirmations or {}
     prefilled = prefilled or {}
-    if not ctx.observe:
+    observe = ctx.observe
+    streamed = observe or any(getattr(tools.get(c.name), "yields_events", False) for c in calls)
+    if not streamed:
         outcomes = await _run_unobserved(agent, ctx, calls, tools, confirmations, prefilled)
         event = response_event(ctx, agent.name, outcomes)
         if event is not None:
             yield event
         return
-    yield ActionStart(**ctx.correlation(), reason_id=reason_id, tool_calls=list(calls))
+    if observe:
+        yield ActionStart(**ctx.correlation(), reason_id=reason_id, tool_calls=list(calls))
     outcomes: list[CallOutcome] = []
-    observed = _run_observed(
+    dispatch = _run_streamed(
         agent, ctx, calls, tools, reason_id, confirmations, prefilled, outcomes
     )
-    async with aclosing(observed) as items:
+    async with aclosing(dispatch) as items:
         async for item in items:
             yield item
     event = response_event(ctx, agent.name, outcomes)
     if event is not None:
         yield event  # the runner stores it before this generator resumes
-    yield ActionEnd(**ctx.correlation(), reason_id=reason_id, event=event)
+    if observe:
+        yield ActionEnd(**ctx.correlation(), reason_id=reason_id, event=event)

@@ -73,7 +73,9 @@ class Flow:
         return self._targets
 
     async def expand_tools(self, ctx: InvocationContext) -> list[BaseTool]:
+        from rondo.agents.llm import Agent
         from rondo.context import ReadonlyContext
+        from rondo.tools.agent_tool import TaskTool
 
         tools: list[BaseTool] = []
         for entry in self.agent.tools:
@@ -81,6 +83,12 @@ class Flow:
                 tools.extend(await entry.get_tools(ReadonlyContext(ctx)))
             else:
                 tools.append(entry)
+        # Task and single-turn sub-agents are reached by a call, not by transfer (X1, C2).
+        tools.extend(
+            TaskTool(sub)
+            for sub in self.agent.sub_agents
+            if isinstance(sub, Agent) and sub.mode != "chat"
+        )
         names = [t.name for t in tools]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

@@ -89,7 +89,11 @@ class FunctionSignature:
         except (TypeError, ValueError) as exc:
             raise ToolDefinitionError(f"tool {tool_name!r}: cannot read its signature") from exc
         try:
-            hints = typing.get_type_hints(func, include_extras=True)
+            # The context type resolves even where it was imported locally (a common case
+            # for tools defined inside functions under `from __future__ import annotations`).
+            hints = typing.get_type_hints(
+                func, localns={context_type.__name__: context_type}, include_extras=True
+            )
         except Exception as exc:
             raise ToolDefinitionError(
                 f"tool {tool_name!r}: cannot resolve its type hints ({exc})"

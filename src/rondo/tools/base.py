@@ -36,6 +36,8 @@ class BaseTool(abc.ABC):
     name: str
     description: str
     is_long_running: bool = False
+    # Set by tools that hand records up while they run (task agents in this session).
+    yields_events: bool = False
 
     def __init__(self, *, name: str, description: str = "", is_long_running: bool = False):
         self.name = check_tool_name(name)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rondo.flow.contents import build_contents
+from rondo.flow.contents import NUDGE_TEXT, build_contents
 from rondo.models.base import ModelRequest
+from rondo.types import Content, Part
 
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
@@ -14,10 +15,19 @@ if TYPE_CHECKING:
 
 def contents_processor(flow: Flow, ctx: InvocationContext, request: ModelRequest) -> None:
     agent = flow.agent
-    request.contents = build_contents(
+    contents = build_contents(
         ctx.session.events,
         agent_name=agent.name,
         branch=ctx.branch,
         isolation_scope=ctx.isolation_scope,
         current_turn_only=agent.include_contents == "none",
     )
+    if ctx.isolation_scope and agent.mode != "chat" and ctx.user_content is not None:
+        # C2: a scoped task agent sees none of its parent's events; its task input is
+        # synthesized from the delegating call instead.
+        if contents and contents[-1].parts and contents[-1].parts[0].text == NUDGE_TEXT:
+            contents.pop()
+        contents.insert(0, ctx.user_content)
+        if contents[-1].role != "user":
+            contents.append(Content(role="user", parts=[Part(text=NUDGE_TEXT)]))
+    request.contents = contents

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from rondo.flow.processors.basic import needs_output_schema_fallback
 from rondo.models.base import ModelRequest
+from rondo.tools.agent_tool import FINISH_TASK, FinishTaskTool
 from rondo.tools.structured import SET_MODEL_RESPONSE, SetModelResponseTool
 
 if TYPE_CHECKING:
@@ -14,9 +15,17 @@ if TYPE_CHECKING:
 
 
 def output_schema_processor(flow: Flow, ctx: InvocationContext, request: ModelRequest) -> None:
+    agent = flow.agent
+    if agent.mode == "task":
+        # S3: a task agent carries its (structured) result in finish_task.
+        FinishTaskTool(agent).process_request(ctx, request)
+        request.append_instruction(
+            f"When the task is complete, call `{FINISH_TASK}` with its result. "
+            "That call ends your work."
+        )
+        return
     if not needs_output_schema_fallback(flow):
         return
-    agent = flow.agent
     schema = agent.output_json_schema
     adapter = agent.output_adapter
     assert schema is not None

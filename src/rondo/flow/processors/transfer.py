@@ -31,7 +31,9 @@ def transfer_targets(agent: Agent) -> list[BaseAgent]:
 
     targets: list[BaseAgent] = [sub for sub in agent.sub_agents if not _is_scoped(sub)]
     parent = agent.parent_agent
-    if isinstance(parent, Agent):
+    # A task or single-turn agent runs inside its parent's call: handing control to the
+    # parent or a peer from there would re-enter the caller, so only its own children count.
+    if isinstance(parent, Agent) and agent.mode == "chat":
         if not agent.disallow_transfer_to_parent:
             targets.append(parent)
         if not agent.disallow_transfer_to_peers:

@@ -1,0 +1,203 @@
+"""`Team`: member agents working on one request (Solon's TeamAgent, SPEC V5).
+
+- `"sequential"`: members answer one after another; each sees what the others said (C3).
+- `"parallel"`: members work at once on isolated branches; their events interleave.
+- `"supervisor"`: an LLM supervisor decides which member works next (members are its tools)
+  and writes the final answer.
+
+In the lifecycle view each member's work is framed by `NodeStart`/`NodeEnd` (carrying the
+team's run id and name), and every event a member produces carries its `node` — parallel
+members are attributable without guessing (V2, beyond). The supervisor's own events carry the
+node `"supervisor"`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any, Literal
+
+from rondo.agents._concurrent import DONE, interleave
+from rondo.agents.base import BaseAgent, Item
+from rondo.agents.llm import Agent
+from rondo.agents.workflow import child_branch
+from rondo.context import InvocationContext
+from rondo.errors import ConfigurationError, ToolArgumentsError
+from rondo.events import Event
+from rondo.lifecycle import NodeEnd, NodeStart
+from rondo.models.base import FunctionDeclaration, Model
+from rondo.tools.base import BaseTool
+from rondo.types import Content
+
+if TYPE_CHECKING:
+    from rondo.context import ToolContext
+
+__all__ = ["Team"]
+
+TeamMode = Literal["sequential", "parallel", "supervisor"]
+SUPERVISOR_NODE = "supervisor"
+
+
+def _node_start(ctx: InvocationContext, team: str, node: str) -> NodeStart:
+    return NodeStart(run_id=ctx.run_id, invocation_id=ctx.invocation_id, agent_name=team, node=node)
+
+
+def _node_end(ctx: InvocationContext, team: str, node: str, text: str) -> NodeEnd:
+    return NodeEnd(
+        run_id=ctx.run_id, invocation_id=ctx.invocation_id, agent_name=team, node=node, text=text
+    )
+
+
+class _FinalText:
+    """The latest final text a member produced."""
+
+    __slots__ = ("text",)
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def see(self, item: Any, author: str) -> None:
+        if (
+            isinstance(item, Event)
+            and item.author == author
+            and item.is_final_response()
+            and item.text
+        ):
+            self.text = item.text
+
+
+class _MemberTool(BaseTool):
+    """The supervisor's handle on one member: run it on a request, inside this session."""
+
+    yields_events = True
+
+    def __init__(self, team: str, member: BaseAgent) -> None:
+        super().__init__(
+            name=member.name,
+            description=member.description or f"Ask team member {member.name}.",
+        )
+        self._team = team
+        self.member = member
+        self._declaration = FunctionDeclaration(
+            name=self.name,
+            description=self.description,
+            parameters={
+                "type": "object",
+                "properties": {"request": {"type": "string", "description": "What to do."}},
+                "required": ["request"],
+            },
+        )
+
+    def declaration(self) -> FunctionDeclaration:
+        return self._declaration
+
+    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+        request = args.get("request")
+        if not isinstance(request, str) or not request.strip():
+            raise ToolArgumentsError("Invalid arguments: argument 'request' must be non-empty text")
+        parent = tool_context.invocation_context
+        ctx = parent.for_agent(parent.agent, node=self.member.name)
+        ctx.sink = None
+        ctx.user_content = Content.user(request)
+        tool_context.emit(_node_start(parent, self._team, self.member.name))
+        final = _FinalText()
+        async with aclosing(self.member.run_async(ctx)) as items:
+            async for item in items:
+                final.see(item, self.member.name)
+                if isinstance(item, Event):
+                    await tool_context.send_event(item)
+                else:
+                    tool_context.emit(item)
+        tool_context.emit(_node_end(parent, self._team, self.member.name, final.text))
+        return {"result": final.text}
+
+
+class Team(BaseAgent):
+    """Members working on one request, sequentially, in parallel or under a supervisor."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        members: Sequence[BaseAgent],
+        mode: TeamMode = "sequential",
+        model: Model | str | None = None,
+        instruction: str = "",
+        description: str = "",
+        before_agent_callback: Any = None,
+        after_agent_callback: Any = None,
+    ) -> None:
+        if not members:
+            raise ConfigurationError("a Team needs at least one member")
+        if mode not in ("sequential", "parallel", "supervisor"):
+            raise ConfigurationError("Team mode must be 'sequential', 'parallel' or 'supervisor'")
+        self.mode: TeamMode = mode
+        self.members = list(members)
+        self.supervisor: Agent | None = None
+        sub_agents: list[BaseAgent] = list(members)
+        if mode == "supervisor":
+            self.supervisor = Agent(
+                name=f"{name}_supervisor",
+                model=model,
+                instruction=instruction
+                or "You lead a team. Give members focused requests, then write the final answer.",
+                tools=[_MemberTool(name, m) for m in members],
+            )
+            sub_agents.append(self.supervisor)
+        elif model is not None:
+            raise ConfigurationError("only a supervisor team takes a model")
+        super().__init__(
+            name=name,
+            description=description,
+            sub_agents=sub_agents,
+            before_agent_callback=before_agent_callback,
+            after_agent_callback=after_agent_callback,
+        )
+
+    def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
+        if self.mode == "parallel":
+            return self._parallel(ctx)
+        if self.mode == "supervisor":
+            assert self.supervisor is not None
+            return self.supervisor.run_async(ctx.for_agent(ctx.agent, node=SUPERVISOR_NODE))
+        return self._sequential(ctx)
+
+    async def _sequential(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
+        for member in self.members:
+            if ctx.observe:
+                yield _node_start(ctx, self.name, member.name)
+            final = _FinalText()
+            async with aclosing(
+                member.run_async(ctx.for_agent(ctx.agent, node=member.name))
+            ) as items:
+                async for item in items:
+                    final.see(item, member.name)
+                    yield item
+            if ctx.observe:
+                yield _node_end(ctx, self.name, member.name, final.text)
+            if ctx.end_invocation:
+                return
+
+    async def _parallel(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
+        runs = [
+            (
+                m,
+                ctx.for_agent(
+                    ctx.agent, branch=child_branch(ctx.branch, self.name, m.name), node=m.name
+                ),
+            )
+            for m in self.members
+        ]
+        finals = [_FinalText() for _ in self.members]
+        if ctx.observe:
+            for member in self.members:
+                yield _node_start(ctx, self.name, member.name)
+        async with aclosing(interleave(runs)) as items:
+            async for index, item in items:
+                member = self.members[index]
+                if item is DONE:
+                    if ctx.observe:
+                        yield _node_end(ctx, self.name, member.name, finals[index].text)
+                    continue
+                finals[index].see(item, member.name)
+                yield item
