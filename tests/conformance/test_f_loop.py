@@ -590,6 +590,16 @@ async def test_f7_limit_counts_real_calls_across_transfers_not_before_model_repl
     assert model.calls == 2
 
 
+async def test_f7_a_streamed_response_is_one_model_call():
+    model = ScriptedModel([[chunk("a"), chunk("b"), chunk("c")]])
+    runner = Runner(agent=Agent(name="helper", model=model), app_name=APP)
+    events = await collect(
+        runner, "go", run_config=RunConfig(streaming_mode="sse", max_llm_calls=1)
+    )
+    assert [(e.partial, e.text) for e in events][-1] == (False, "abc")
+    assert model.calls == 1
+
+
 async def test_f7_zero_or_less_means_unlimited():
     for limit in (0, -1):
         model = ScriptedModel([FunctionCall(name="lookup", args={"city": "Oslo"})] * 3 + ["done"])

@@ -18,6 +18,7 @@ from rondo import (
     FunctionCall,
     InMemorySessionService,
     Plugin,
+    RunConfig,
     Runner,
     ToolContext,
 )
@@ -25,7 +26,7 @@ from rondo.context import CallbackContext, InvocationContext
 from rondo.models import ModelRequest, ModelResponse
 from rondo.testing import ScriptedModel
 
-from ._support import APP, SESSION, USER, StreamModel, collect, stored
+from ._support import APP, SESSION, USER, StreamModel, chunk, collect, stored
 
 # -- R1 --------------------------------------------------------------------------------------
 
@@ -87,6 +88,23 @@ async def test_r1_on_event_runs_before_append_and_append_before_the_caller_sees_
     # on_event saw every event before it was stored; the caller saw each after it was stored.
     assert seen_by_plugin == [(eid, False) for eid, _ in seen_by_caller]
     assert all(was_stored for _, was_stored in seen_by_caller)
+
+
+async def test_r1_partial_events_go_through_on_event_but_are_not_stored():
+    seen: list[tuple[bool, str]] = []
+
+    class Watch(Plugin):
+        async def on_event(self, ctx: InvocationContext, event: Event) -> Event | None:
+            seen.append((event.partial, event.text))
+            return None
+
+    model = ScriptedModel([[chunk("Hel"), chunk("lo")]])
+    runner = Runner(agent=Agent(name="helper", model=model), app_name=APP, plugins=[Watch()])
+    events = await collect(runner, "hi", run_config=RunConfig(streaming_mode="sse"))
+    assert seen == [(True, "Hel"), (True, "lo"), (False, "Hello")]
+    assert [(e.partial, e.text) for e in events] == seen
+    session = await stored(runner)
+    assert [(e.author, e.text) for e in session.events] == [("user", "hi"), ("helper", "Hello")]
 
 
 async def test_r1_producer_does_not_continue_until_the_append_finished():

@@ -132,6 +132,27 @@ async def test_v1_a_react_run_has_run_reason_action_and_tool_events():
     assert model.calls == 2
 
 
+async def test_v1_reason_end_and_action_end_come_after_their_records_are_stored():
+    runner, _ = _weather_runner("It is 26°C.")
+    checked: list[tuple[str, bool]] = []
+    events: list[Any] = []
+    async with aclosing(
+        runner.stream_async(user_id=USER, session_id=SESSION, new_message="weather?")
+    ) as stream:
+        async for event in stream:
+            events.append(event)
+            record = getattr(event, "event", None)
+            if isinstance(event, ReasonEnd | ActionEnd) and record is not None:
+                session = await stored(runner)
+                checked.append((event.type, any(e.id == record.id for e in session.events)))
+    check_stream(events)
+    assert checked == [
+        ("reason_end", True),
+        ("action_end", True),
+        ("reason_end", True),
+    ]
+
+
 async def test_v1_a_simple_agent_run_streams_text_and_thinking_deltas_with_boundaries():
     model = ScriptedModel([[chunk("Let me see", thought=True), chunk("Hello"), chunk(", world")]])
     runner = Runner(agent=Agent(name="simple", model=model), app_name=APP)
