@@ -23,8 +23,9 @@ from rondo import (
     ToolContext,
 )
 from rondo.context import CallbackContext, InvocationContext
+from rondo.lifecycle import ToolCallStart
 from rondo.models import ModelRequest, ModelResponse
-from rondo.testing import ScriptedModel
+from rondo.testing import ScriptedModel, check_stream
 
 from ._support import APP, SESSION, USER, StreamModel, chunk, collect, stored
 
@@ -593,3 +594,38 @@ async def test_r7_cancelling_the_consumer_cancels_an_in_flight_model_call():
     assert cancelled == [True]
     session = await stored(runner)
     assert [e.author for e in session.events] == ["user"]
+
+
+async def test_r7_a_lifecycle_consumer_that_stops_mid_batch_leaves_no_tool_running():
+    started: list[str] = []
+    finished: list[str] = []
+
+    async def job(tag: str) -> dict[str, Any]:
+        started.append(tag)
+        await asyncio.sleep(0)
+        finished.append(tag)
+        return {"tag": tag}
+
+    model = ScriptedModel(
+        [[FunctionCall(name="job", args={"tag": t}, id=f"c-{t}") for t in "abc"], "done"]
+    )
+    runner = Runner(agent=Agent(name="helper", model=model, tools=[job]), app_name=APP)
+    before = set(asyncio.all_tasks())
+    collected: list[Any] = []
+    async with aclosing(
+        runner.stream_async(user_id=USER, session_id=SESSION, new_message="go")
+    ) as events:
+        async for event in events:
+            collected.append(event)
+            if isinstance(event, ToolCallStart):
+                break
+    check_stream(collected, completed=False)
+    assert collected[-1].call_id == "c-a"
+    for _ in range(10):
+        await asyncio.sleep(0)
+    # The calls whose start was never delivered never ran; nothing runs after the stop.
+    assert "b" not in started
+    assert "c" not in started
+    assert finished == []
+    assert model.calls == 1
+    assert set(asyncio.all_tasks()) <= before
