@@ -49,7 +49,7 @@ def is_visible_branch(invocation_branch: str, event_branch: str) -> bool:
 class _Item:
     """One visible event, converted once: its model content and its call/response ids."""
 
-    __slots__ = ("call_ids", "content", "response_ids", "turn_start")
+    __slots__ = ("call_ids", "content", "response_ids", "timestamp", "turn_start")
 
     def __init__(
         self,
@@ -57,11 +57,13 @@ class _Item:
         call_ids: frozenset[str] | None,
         response_ids: tuple[str, ...] | None,
         turn_start: bool,
+        timestamp: float = 0.0,
     ) -> None:
         self.content = content
         self.call_ids = call_ids
         self.response_ids = response_ids
         self.turn_start = turn_start
+        self.timestamp = timestamp
 
 
 def _strip_part(part: Part) -> Part:
@@ -104,14 +106,17 @@ def _convert(event: Event, agent_name: str) -> _Item | None:
     if content is None or not content.parts:
         # C4: transcription-only events become text parts.
         if event.input_transcription:
-            return _Item(Content.user(event.input_transcription), None, None, True)
+            return _Item(Content.user(event.input_transcription), None, None, True, event.timestamp)
         if event.output_transcription:
-            return _Item(Content.model(event.output_transcription), None, None, False)
+            text = event.output_transcription
+            return _Item(Content.model(text), None, None, False, event.timestamp)
         return None
     author = event.author
     if author != "user" and author != agent_name:
         foreign = _foreign_content(event)
-        return _Item(foreign, None, None, True) if foreign is not None else None
+        if foreign is None:
+            return None
+        return _Item(foreign, None, None, True, event.timestamp)
     parts: list[Part] = []
     call_ids: list[str] = []
     response_ids: list[str] = []
@@ -148,6 +153,7 @@ def _convert(event: Event, agent_name: str) -> _Item | None:
         frozenset(call_ids) if call_ids else None,
         tuple(response_ids) if response_ids else None,
         author == "user",
+        event.timestamp,
     )
 
 
@@ -247,6 +253,7 @@ class ContentsView:
         "_agent",
         "_all_calls",
         "_branch",
+        "_compaction",
         "_items",
         "_out",
         "_out_valid",
@@ -256,10 +263,13 @@ class ContentsView:
         "upto",
     )
 
-    def __init__(self, agent_name: str, branch: str, scope: str, start: int) -> None:
+    def __init__(
+        self, agent_name: str, branch: str, scope: str, start: int, compaction: bool = False
+    ) -> None:
         self._agent = agent_name
         self._branch = branch
         self._scope = scope
+        self._compaction = compaction
         self._items: list[_Item] = []
         self._out: list[Content] = []
         self._out_valid = True
@@ -275,16 +285,44 @@ class ContentsView:
         agent = self._agent
         for i in range(self.upto, stop):
             event = log[i]
-            if event.actions.compaction is not None:
-                continue  # C5: compaction records are ignored while compaction is off.
             if event.isolation_scope != scope:
                 continue
             if branch and not is_visible_branch(branch, event.branch):
+                continue
+            compaction = event.actions.compaction
+            if compaction is not None:
+                # C5: a summary replaces the events it covers — only while compaction is
+                # on; otherwise a stored record must not delete anybody's history.
+                if self._compaction:
+                    self._apply_compaction(
+                        compaction.start_timestamp,
+                        compaction.end_timestamp,
+                        compaction.compacted_content,
+                    )
                 continue
             item = _convert(event, agent)
             if item is not None:
                 self._add(item)
         self.upto = stop
+
+    def _apply_compaction(self, start: float, end: float, summary: Content) -> None:
+        """Replace the items in [start, end] by the summary, once (then incremental again)."""
+        kept: list[_Item] = []
+        position = -1
+        for item in self._items:
+            if start <= item.timestamp <= end:
+                if position < 0:
+                    position = len(kept)
+                continue
+            kept.append(item)
+        if position < 0:
+            position = sum(1 for item in kept if item.timestamp < start)
+        kept.insert(position, _Item(summary, None, None, False, end))
+        self._items = kept
+        self._all_calls = {c for it in kept for c in it.call_ids or ()}
+        self._responded = {r for it in kept for r in it.response_ids or ()}
+        self._turn_start = max((i for i, it in enumerate(kept) if it.turn_start), default=-1)
+        self._out_valid = False
 
     def _add(self, item: _Item) -> None:
         items = self._items
@@ -350,15 +388,16 @@ def build_contents(
     branch: str,
     isolation_scope: str,
     current_turn_only: bool = False,
+    compaction: bool = False,
 ) -> list[Content]:
     """The model contents for an agent, reusing the view cached on the session's log."""
     log = events.log
     start = events.start
     stop = start + len(events)
-    key = ("contents", agent_name, branch, isolation_scope, start)
+    key = ("contents", agent_name, branch, isolation_scope, start, compaction)
     view: ContentsView | None = log.derived.get(key)
     if view is None or view.upto > stop:
-        fresh = ContentsView(agent_name, branch, isolation_scope, start)
+        fresh = ContentsView(agent_name, branch, isolation_scope, start, compaction)
         if view is None:
             log.derived[key] = fresh
         view = fresh

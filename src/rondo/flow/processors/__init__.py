@@ -8,6 +8,7 @@ Why this order:
 - basic first: it *replaces* the config, so everything else writes on top of it.
 - tools before confirmation: resuming a confirmed call needs the tool table.
 - instructions, then identity: the seed's system prompt is global → agent → identity.
+- compaction right before contents: a summary appended now must be in this request (K1).
 - contents after confirmation: re-dispatched calls must be in the history this step sees.
 - output schema and transfer last: they add tools and instructions for the final turn shape.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from rondo.flow.confirmation import confirmation_processor
 from rondo.flow.processors.basic import basic_processor
+from rondo.flow.processors.compaction import compaction_processor
 from rondo.flow.processors.contents import contents_processor
 from rondo.flow.processors.identity import identity_processor
 from rondo.flow.processors.instructions import instructions_processor
@@ -31,6 +33,7 @@ DEFAULT_REQUEST_PROCESSORS = (
     confirmation_processor,
     instructions_processor,
     identity_processor,
+    compaction_processor,
     contents_processor,
     output_schema_processor,
     transfer_processor,

@@ -21,6 +21,7 @@ def contents_processor(flow: Flow, ctx: InvocationContext, request: ModelRequest
         branch=ctx.branch,
         isolation_scope=ctx.isolation_scope,
         current_turn_only=agent.include_contents == "none",
+        compaction=ctx.run_config.compaction is not None,
     )
     if ctx.isolation_scope and agent.mode != "chat" and ctx.user_content is not None:
         # C2: a scoped task agent sees none of its parent's events; its task input is

@@ -1,0 +1,55 @@
+"""P6: compaction before the contents are built, so this request already sees the summary."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING
+
+from rondo.lifecycle import ContextSize
+from rondo.models.base import ModelRequest
+
+if TYPE_CHECKING:
+    from rondo.agents.base import Item
+    from rondo.context import InvocationContext
+    from rondo.flow.loop import Flow
+
+logger = logging.getLogger("rondo.compaction")
+
+
+def compaction_processor(
+    flow: Flow, ctx: InvocationContext, request: ModelRequest
+) -> AsyncGenerator[Item, None] | None:
+    config = ctx.run_config.compaction
+    if config is None:
+        return None
+    return _compact(flow, ctx, config)
+
+
+async def _compact(
+    flow: Flow, ctx: InvocationContext, config: object
+) -> AsyncGenerator[Item, None]:
+    from rondo.compaction import CompactionConfig, compact, estimate_context
+
+    assert isinstance(config, CompactionConfig)
+    before = estimate_context(ctx.session.events, ctx.branch, ctx.isolation_scope)
+    tokens_before, messages_before = before.tokens, before.message_count
+    compressed = False
+    if tokens_before > config.token_threshold:
+        try:
+            compressed = await compact(ctx, config, flow.model)
+        except Exception:  # K1: an optimization that failed must not fail the invocation
+            logger.warning("compaction failed; continuing without it", exc_info=True)
+    if not ctx.observe:
+        return
+    after = estimate_context(ctx.session.events, ctx.branch, ctx.isolation_scope)
+    yield ContextSize(
+        **ctx.correlation(),
+        message_count=after.message_count,
+        token_count=after.tokens,
+        compressed=compressed,
+        tokens_before=tokens_before if compressed else 0,
+        tokens_after=after.tokens if compressed else 0,
+        messages_before=messages_before if compressed else 0,
+        messages_after=after.message_count if compressed else 0,
+    )
