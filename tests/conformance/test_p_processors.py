@@ -36,7 +36,11 @@ class Answer(BaseModel):
 
 async def test_p1_generate_config_is_a_deep_copy_per_request():
     config = GenerateConfig(
-        temperature=0.3, max_output_tokens=100, labels={"team": "a"}, stop_sequences=["END"]
+        temperature=0.3,
+        max_output_tokens=100,
+        labels={"team": "a"},
+        stop_sequences=["END"],
+        extra={"provider": {"safety": ["low"]}},
     )
 
     def tamper(ctx: CallbackContext, request: ModelRequest) -> None:
@@ -48,6 +52,8 @@ async def test_p1_generate_config_is_a_deep_copy_per_request():
         request.config.labels["team"] = "changed"
         assert request.config.stop_sequences is not None
         request.config.stop_sequences.append("MORE")
+        assert request.config.extra is not None
+        request.config.extra["provider"]["safety"].append("high")
 
     model = ScriptedModel([FunctionCall(name="lookup", args={"city": "Oslo"}), "done"])
     agent = Agent(
@@ -60,7 +66,11 @@ async def test_p1_generate_config_is_a_deep_copy_per_request():
     await collect(Runner(agent=agent, app_name=APP), "go")
     # The agent's config never aliases a request's.
     assert config == GenerateConfig(
-        temperature=0.3, max_output_tokens=100, labels={"team": "a"}, stop_sequences=["END"]
+        temperature=0.3,
+        max_output_tokens=100,
+        labels={"team": "a"},
+        stop_sequences=["END"],
+        extra={"provider": {"safety": ["low"]}},
     )
     first, second = model.requests
     assert first.config is not second.config
@@ -96,6 +106,14 @@ async def test_p1_native_schema_with_tools_only_when_the_model_can_combine_them(
     assert config.response_schema is None
     assert config.response_mime_type is None
     assert "set_model_response" in unable.requests[0].tools
+
+
+async def test_p1_task_mode_does_not_set_a_native_response_schema():
+    model = ScriptedModel(['{"city": "Paris", "temperature": 18}'])
+    agent = Agent(name="helper", model=model, output_schema=Answer, mode="task")
+    await collect(Runner(agent=agent, app_name=APP), "go")
+    assert model.requests[0].config.response_schema is None
+    assert model.requests[0].config.response_mime_type is None
 
 
 async def test_p1_no_output_schema_no_response_schema():
