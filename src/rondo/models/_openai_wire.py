@@ -108,10 +108,9 @@ def _assistant_message(
             )
     if not texts and not calls:
         return None
-    message: ChatCompletionAssistantMessageParam = {
-        "role": "assistant",
-        "content": "".join(texts) if texts else None,
-    }
+    # An empty string rather than null when there is no text: compatible servers such as
+    # llama-cpp-python reject a null (or missing) assistant content.
+    message: ChatCompletionAssistantMessageParam = {"role": "assistant", "content": "".join(texts)}
     if calls:
         message["tool_calls"] = calls
     return message
