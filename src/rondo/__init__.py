@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from rondo.runner import Runner, RunResult
     from rondo.sessions.base import BaseSessionService, ListSessionsResponse, Session
     from rondo.sessions.memory import InMemorySessionService
+    from rondo.sessions.sql import SqlSessionService
     from rondo.tools.agent_tool import AgentTool
     from rondo.tools.base import BaseTool, BaseToolset
     from rondo.tools.function import FunctionTool, LongRunningFunctionTool, tool
@@ -87,6 +88,7 @@ _EXPORTS: dict[str, str] = {
     "ListSessionsResponse": "rondo.sessions.base",
     "Session": "rondo.sessions.base",
     "InMemorySessionService": "rondo.sessions.memory",
+    "SqlSessionService": "rondo.sessions.sql",
     "RondoError": "rondo.errors",
     "ConfigurationError": "rondo.errors",
     "ContentsError": "rondo.errors",
@@ -153,6 +155,7 @@ __all__ = [
     "Session",
     "SessionError",
     "SessionNotFoundError",
+    "SqlSessionService",
     "StaleSessionError",
     "Team",
     "ToolArgumentsError",

@@ -33,6 +33,7 @@ EXPECTED_ROOT = {
     "ToolConfirmation",
     "Plugin",
     "InMemorySessionService",
+    "SqlSessionService",
     "Session",
     "RondoError",
     "LlmCallsLimitExceeded",
