@@ -58,7 +58,8 @@ def _given(value: T | None) -> T | Omit:
 class AnthropicModel:
     """A Claude model behind the Anthropic Messages API.
 
-    `api_key` defaults to `ANTHROPIC_API_KEY`, `base_url` to `ANTHROPIC_BASE_URL`. The API
+    `api_key` defaults to `ANTHROPIC_API_KEY` (or a bearer `ANTHROPIC_AUTH_TOKEN`), `base_url`
+    to `ANTHROPIC_BASE_URL`. The API
     requires a token limit: `max_output_tokens` from the request, else `max_tokens` here
     (raised above the thinking budget when the request sets one). Sampling settings
     (`temperature`, `top_p`, `top_k`) are sent as given; some Claude models reject them.
@@ -89,13 +90,16 @@ class AnthropicModel:
             self._clients: PerLoop[AsyncAnthropic] | None = None
             return
         key = api_key or env_value("ANTHROPIC_API_KEY")
-        if key is None:
+        # A bearer token (gateways, proxies) stands in for the key.
+        token = None if key else env_value("ANTHROPIC_AUTH_TOKEN")
+        if key is None and token is None:
             raise missing_key_error(f"anthropic:{name}", ["ANTHROPIC_API_KEY"])
         url = base_url or env_value("ANTHROPIC_BASE_URL")
 
         def make() -> AsyncAnthropic:
             return AsyncAnthropic(
                 api_key=key,
+                auth_token=token,
                 base_url=url,
                 timeout=timeout if timeout is not None else anthropic.DEFAULT_TIMEOUT,
                 max_retries=0,
