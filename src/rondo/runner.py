@@ -246,6 +246,23 @@ class Runner:
             )
         )
 
+    async def close(self) -> None:
+        """Close the toolsets of every agent in the tree (MCP connections, processes)."""
+        from rondo.agents.llm import Agent
+        from rondo.tools.base import BaseToolset
+
+        for agent in self.agent.walk():
+            if isinstance(agent, Agent):
+                for entry in agent.tools:
+                    if isinstance(entry, BaseToolset):
+                        await entry.close()
+
+    async def __aenter__(self) -> Runner:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
     async def new_session_id(self, user_id: str) -> str:
         session = await self.session_service.create_session(
             app_name=self.app_name, user_id=user_id, session_id=uuid.uuid4().hex

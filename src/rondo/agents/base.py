@@ -68,7 +68,7 @@ class BaseAgent:
                 )
             sub.parent_agent = self
         seen: set[str] = set()
-        for agent in self._walk():
+        for agent in self.walk():
             if agent.name in seen:
                 raise DuplicateAgentNameError(
                     f"two agents in the tree of {self.name!r} are named {agent.name!r}; "
@@ -76,10 +76,11 @@ class BaseAgent:
                 )
             seen.add(agent.name)
 
-    def _walk(self) -> Iterator[BaseAgent]:
+    def walk(self) -> Iterator[BaseAgent]:
+        """This agent and all its descendants, depth first."""
         yield self
         for sub in self.sub_agents:
-            yield from sub._walk()
+            yield from sub.walk()
 
     @property
     def root_agent(self) -> BaseAgent:
@@ -90,7 +91,7 @@ class BaseAgent:
 
     def find_agent(self, name: str) -> BaseAgent | None:
         """This agent or a descendant named `name`."""
-        for agent in self._walk():
+        for agent in self.walk():
             if agent.name == name:
                 return agent
         return None
