@@ -389,6 +389,7 @@ class Database:
         if self._thread is not None:
             await self._in_thread(self._close_sqlite)
             self._thread.shutdown(wait=False)
+            self._thread = None  # closing twice is fine
 
     def _close_sqlite(self) -> None:
         if self._raw is not None:

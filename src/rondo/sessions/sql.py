@@ -54,6 +54,8 @@ from rondo.sessions.memory import SessionExistsError
 __all__ = ["SqlSessionService", "default_sqlite_url"]
 
 _Key = tuple[str, str, str]
+# Where a cached log records the cache entry it belongs to.
+_OWNER = "rondo.sessions.sql:owner"
 _Params = dict[str, Any]
 
 
@@ -70,6 +72,7 @@ class _Cached:
         self.created = created
         self.first_seq = first_seq
         self.log = EventLog()
+        self.log.derived[_OWNER] = self
         self.version = first_seq
         self.state: dict[str, Any] = {}
         self.pending: list[PendingCall] = []
@@ -79,6 +82,15 @@ class _Cached:
         if seq == self.version:
             self.log.append(event)
             self.version += 1
+
+    def advance(
+        self, seq: int, event: Event, sess: dict[str, Any], pending: list[PendingCall]
+    ) -> None:
+        """Take in an event this process appended at `seq`, with its effects."""
+        if seq == self.version:
+            self.add(seq, event)
+            self.state.update(sess)
+            self.pending = pending
 
 
 @dataclass(slots=True)
@@ -629,27 +641,26 @@ class SqlSessionService(BaseSessionService):
         pending: list[PendingCall],
         sess: dict[str, Any],
     ) -> None:
-        """Advance the handle and the cache past the event just committed."""
+        """Advance the handle and the cache past the event just committed.
+
+        The handle's log may belong to a cache entry — this service's or another instance's —
+        which then advances with it, so a log never holds an event its entry has not seen.
+        """
         read_at = session.version
         view = session.events
         log = view.log
-        stop = view.start + len(view)
-        known_state = entry is not None and entry.version == read_at
-        if entry is not None and entry.log is log:
-            # Appends unless a concurrent get_session already read the event back.
-            entry.add(read_at, event)
-        else:
-            if stop != len(log):
-                # Events of another handle follow this one's in its log (possible only for a
-                # re-created session): give this handle a log of its own.
+        owner: _Cached | None = log.derived.get(_OWNER)
+        if owner is None:
+            if view.start + len(view) != len(log):
+                # Events of another handle follow this one's (a re-created session): give
+                # this handle a log of its own.
                 log = EventLog(list(view))
                 session.events = EventsView(log, 0)
             log.append(event)
-            if entry is not None:
-                entry.add(read_at, event)
-        if entry is not None and known_state:
-            entry.state.update(sess)
-            entry.pending = pending
+        for cached in (owner, entry) if entry is not owner else (owner,):
+            if cached is not None:
+                # Appends unless a concurrent get_session already read the event back.
+                cached.advance(read_at, event, sess, pending)
         session._after_append(event, read_at + 1, pending)  # pyright: ignore[reportPrivateUsage]
 
     async def list_sessions(

@@ -1,0 +1,565 @@
+"""SPEC R1, R3, R4 on every session store: in-memory, SQLite and PostgreSQL.
+
+Each test runs against all three back ends (`backend` fixture) — the same module proves the
+same behaviour. `backend.make()` opens a new service on the same storage, as a restarted
+process would (for the in-memory store it returns the one service).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from contextlib import aclosing
+from typing import Any
+
+import pytest
+
+from rondo import (
+    Agent,
+    Content,
+    Event,
+    EventActions,
+    FunctionCall,
+    FunctionResponse,
+    Part,
+    Runner,
+    StaleSessionError,
+    ToolContext,
+)
+from rondo.errors import SessionError, SessionNotFoundError
+from rondo.events import EventCompaction, ToolConfirmation
+from rondo.sessions.base import BaseSessionService, Session
+from rondo.testing import ScriptedModel
+from rondo.types import (
+    Blob,
+    CodeExecutionResult,
+    ExecutableCode,
+    FileData,
+    PartialArg,
+    Usage,
+)
+from tests._stores import Backend, backend, postgres_url, sql_backend
+
+__all__ = ["backend", "postgres_url", "sql_backend"]  # fixtures used by the tests below
+
+APP = "app"
+
+
+def text_event(text: str, author: str = "user", **kw: Any) -> Event:
+    content = Content.user(text) if author == "user" else Content.model(text)
+    return Event(author=author, content=content, **kw)
+
+
+def delta_event(delta: dict[str, Any], author: str = "agent") -> Event:
+    return Event(author=author, actions=EventActions(state_delta=delta))
+
+
+def every_field_event() -> Event:
+    """An event with every field set, including bytes and nested JSON."""
+    return Event(
+        author="helper",
+        invocation_id="inv-1",
+        run_id="run-1",
+        branch="root.par.helper",
+        isolation_scope="scope-1",
+        timestamp=1_700_000_000.123456,
+        content=Content(
+            role="model",
+            parts=[
+                Part(text="let me think", thought=True, thought_signature=b"\x00\xffsig"),
+                Part(text='héllo ✓ \u2028 "quoted"'),
+                Part(
+                    function_call=FunctionCall(
+                        name="lookup",
+                        args={"a": [1, 2.5, None, {"b": True}], "s": "x"},
+                        id="call-1",
+                        partial_args=[PartialArg(json_path="$.s", value="x")],
+                        will_continue=False,
+                    )
+                ),
+                Part(
+                    function_response=FunctionResponse(
+                        name="lookup", response={"ok": 1, "list": []}, id="call-0"
+                    )
+                ),
+                Part(
+                    inline_data=Blob(
+                        mime_type="image/png", data=bytes(range(256)), display_name="i"
+                    )
+                ),
+                Part(file_data=FileData(file_uri="file:///x.txt", mime_type="text/plain")),
+                Part(executable_code=ExecutableCode(code="print(1)")),
+                Part(code_execution_result=CodeExecutionResult(outcome="ok", output="1\n")),
+            ],
+        ),
+        turn_complete=True,
+        finish_reason="stop",
+        error_code="E42",
+        error_message="an error",
+        interrupted=True,
+        usage=Usage(
+            input_tokens=1, output_tokens=2, total_tokens=3, thoughts_tokens=4, cached_tokens=5
+        ),
+        actions=EventActions(
+            state_delta={"k": {"nested": [1, "two", None]}, "app:a": 1, "user:u": 2.5},
+            artifact_delta={"report.txt": 2},
+            transfer_to_agent="other",
+            escalate=True,
+            skip_summarization=True,
+            requested_tool_confirmations={
+                "call-1": ToolConfirmation(hint="sure?", confirmed=False, payload={"x": [1]})
+            },
+            compaction=EventCompaction(
+                start_timestamp=1.0, end_timestamp=2.0, compacted_content=Content.model("sum")
+            ),
+        ),
+        long_running_tool_ids={"call-1"},
+        input_transcription="in",
+        output_transcription="out",
+        custom_metadata={"m": [1, {"n": None}], "f": 0.1},
+    )
+
+
+async def get(service: BaseSessionService, session: Session, **bounds: Any) -> Session:
+    found = await service.get_session(
+        app_name=session.app_name, user_id=session.user_id, session_id=session.id, **bounds
+    )
+    assert found is not None
+    return found
+
+
+# -- R4: the session-service contract ----------------------------------------------------------
+
+
+async def test_r4_create_get_and_missing_session(backend: Backend) -> None:
+    service = backend.make()
+    created = await service.create_session(app_name=APP, user_id="u1", session_id="s1")
+    assert (created.id, created.app_name, created.user_id) == ("s1", APP, "u1")
+    assert created.version == 0
+    assert list(created.events) == []
+    assert created.pending == []
+    generated = await service.create_session(app_name=APP, user_id="u1")
+    assert generated.id
+    assert generated.id != "s1"
+
+    got = await get(backend.make(), created)
+    assert (got.id, got.version, list(got.events)) == ("s1", 0, [])
+    assert got.last_update_time == pytest.approx(created.last_update_time)
+    for missing in (
+        {"app_name": APP, "user_id": "u1", "session_id": "nope"},
+        {"app_name": APP, "user_id": "u2", "session_id": "s1"},
+        {"app_name": "other", "user_id": "u1", "session_id": "s1"},
+    ):
+        assert await service.get_session(**missing) is None
+
+
+async def test_r4_creating_an_existing_session_fails(backend: Backend) -> None:
+    service = backend.make()
+    await service.create_session(app_name=APP, user_id="u1", session_id="s1", state={"k": 1})
+    with pytest.raises(SessionError, match="already exists"):
+        await backend.make().create_session(
+            app_name=APP, user_id="u1", session_id="s1", state={"k": 2}
+        )
+    session = await service.get_session(app_name=APP, user_id="u1", session_id="s1")
+    assert session is not None
+    assert session.state == {"k": 1}
+
+
+async def test_r4_append_returns_the_event_and_advances_the_handle(backend: Backend) -> None:
+    service = backend.make()
+    session = await service.create_session(app_name=APP, user_id="u1")
+    first, second = text_event("one"), text_event("two", author="agent")
+    assert await service.append_event(session, first) is first
+    assert await service.append_event(session, second) is second
+    assert session.version == 2
+    assert list(session.events) == [first, second]
+    assert session.last_update_time == second.timestamp
+
+    stored = await get(backend.make(), session)
+    assert stored.version == 2
+    assert [e.id for e in stored.events] == [first.id, second.id]
+    assert list(stored.events) == [first, second]
+
+
+async def test_r4_partial_events_are_returned_but_never_stored(backend: Backend) -> None:
+    service = backend.make()
+    session = await service.create_session(app_name=APP, user_id="u1")
+    partial = text_event("par", author="agent", partial=True)
+    assert await service.append_event(session, partial) is partial
+    assert session.version == 0
+    assert len(session.events) == 0
+    assert len((await get(backend.make(), session)).events) == 0
+
+
+async def test_r4_every_event_field_round_trips_losslessly(backend: Backend) -> None:
+    service = backend.make()
+    session = await service.create_session(app_name=APP, user_id="u1")
+    original = every_field_event()
+    expected = original.model_dump_json()
+    await service.append_event(session, original)
+
+    loaded = (await get(backend.make(), session)).events[0]
+    assert loaded == original
+    assert loaded.model_dump_json() == expected
+    assert loaded.content is not None
+    assert loaded.content.parts[4].inline_data is not None
+    assert loaded.content.parts[4].inline_data.data == bytes(range(256))
+    assert loaded.timestamp == 1_700_000_000.123456
+
+
+async def test_r4_stale_handle_is_refused_and_stores_nothing(backend: Backend) -> None:
+    service = backend.make()
+    session = await service.create_session(app_name=APP, user_id="u1", state={"k": 0})
+    first = await get(service, session)
+    second = await get(backend.make(), session)
+    await service.append_event(first, delta_event({"k": 1}))
+
+    late = delta_event({"k": 2, "app:shared": 2, "user:mine": 2, "other": 2})
+    with pytest.raises(StaleSessionError, match="get_session"):
+        await backend.make().append_event(second, late)
+    assert second.version == 0
+    assert len(second.events) == 0
+
+    stored = await get(backend.make(), session)
+    assert stored.version == 1
+    assert stored.state == {"k": 1}
+    assert [e.id for e in stored.events] == [first.events[0].id]
+    # Re-reading gives a handle that may append again.
+    await service.append_event(stored, delta_event({"k": 3}))
+    assert (await get(backend.make(), session)).state == {"k": 3}
+
+
+async def test_r4_two_handles_of_one_service_cannot_both_append(backend: Backend) -> None:
+    service = backend.make()
+    session = await service.create_session(app_name=APP, user_id="u1")
+    a, b = await get(service, session), await get(service, session)
+    await service.append_event(a, text_event("a"))
+    with pytest.raises(StaleSessionError):
+        await service.append_event(b, text_event("b"))
+    assert [e.text for e in (await get(service, session)).events] == ["a"]
+
+
+async def test_r4_appending_to_a_deleted_session_fails(backend: Backend) -> None:
+    service = backend.make()
+    session = await service.create_session(app_name=APP, user_id="u1")
+    await service.append_event(session, text_event("one"))
+    await service.delete_session(app_name=APP, user_id="u1", session_id=session.id)
+    assert await service.get_session(app_name=APP, user_id="u1", session_id=session.id) is None
+    with pytest.raises(SessionNotFoundError):
+        await service.append_event(session, text_event("two"))
+    # Deleting a missing session is not an error.
+    await service.delete_session(app_name=APP, user_id="u1", session_id=session.id)
+
+
+async def test_r4_store_survives_a_restart_with_events_state_and_pending(
+    sql_backend: Backend,
+) -> None:
+    service = sql_backend.make()
+    session = await service.create_session(
+        app_name=APP, user_id="u1", session_id="s1", state={"app:a": 1, "user:b": 2, "c": 3}
+    )
+    call = Event(
+        author="agent",
+        content=Content(
+            role="model", parts=[Part(function_call=FunctionCall(name="wait", id="lr-1"))]
+        ),
+        long_running_tool_ids={"lr-1"},
+        actions=EventActions(state_delta={"c": 4, "temp:t": 5}),
+    )
+    await service.append_event(session, text_event("go"))
+    await service.append_event(session, call)
+    await service.close()
+
+    restarted = sql_backend.make()
+    stored = await get(restarted, session)
+    assert [e.id for e in stored.events] == [session.events[0].id, call.id]
+    assert stored.state == {"app:a": 1, "user:b": 2, "c": 4}
+    assert [(p.call_id, p.tool_name, p.kind) for p in stored.pending] == [
+        ("lr-1", "wait", "long_running")
+    ]
+    assert stored.version == 2
+
+
+async def test_r4_get_session_bounds_recent_events(backend: Backend) -> None:
+    service = backend.make()
+    session = await service.create_session(app_name=APP, user_id="u1")
+    base = time.time()
+    events = [text_event(f"e{i}", timestamp=base + i) for i in range(6)]
+    for event in events:
+        await service.append_event(session, event)
+
+    for reader in (service, backend.make()):
+        recent = await get(reader, session, num_recent_events=2)
+        assert [e.text for e in recent.events] == ["e4", "e5"]
+        assert recent.version == 6
+        after = await get(reader, session, after_timestamp=base + 3)
+        assert [e.text for e in after.events] == ["e3", "e4", "e5"]
+        both = await get(reader, session, num_recent_events=5, after_timestamp=base + 3.5)
+        assert [e.text for e in both.events] == ["e4", "e5"]
+        assert len((await get(reader, session, num_recent_events=0)).events) == 0
+        assert len((await get(reader, session, num_recent_events=99)).events) == 6
+        assert len((await get(reader, session, after_timestamp=base + 99)).events) == 0
+        assert len((await get(reader, session)).events) == 6
+
+
+async def test_r4_bounded_handle_appends_like_any_other(backend: Backend) -> None:
+    service = backend.make()
+    session = await service.create_session(app_name=APP, user_id="u1")
+    for i in range(4):
+        await service.append_event(session, text_event(f"e{i}"))
+    recent = await get(backend.make(), session, num_recent_events=1)
+    await backend.make().append_event(recent, text_event("e4"))
+    assert [e.text for e in recent.events] == ["e3", "e4"]
+    full = await get(backend.make(), session)
+    assert [e.text for e in full.events] == ["e0", "e1", "e2", "e3", "e4"]
+
+
+async def test_r4_list_sessions_pages_newest_first_without_events(backend: Backend) -> None:
+    service = backend.make()
+    ids = []
+    for i in range(5):
+        created = await service.create_session(
+            app_name=APP, user_id="u1" if i % 2 == 0 else "u2", session_id=f"s{i}"
+        )
+        await service.append_event(created, text_event(f"m{i}", timestamp=1000.0 + i))
+        ids.append(created.id)
+    await service.create_session(app_name="other-app", user_id="u1", session_id="x")
+
+    reader = backend.make()
+    everything = await reader.list_sessions(app_name=APP)
+    assert [s.id for s in everything.sessions] == ids[::-1]
+    assert everything.next_page_token is None
+    assert all(len(s.events) == 0 for s in everything.sessions)
+    assert all(s.version == 1 for s in everything.sessions)
+
+    pages: list[list[str]] = []
+    token: str | None = None
+    while True:
+        page = await reader.list_sessions(app_name=APP, limit=2, page_token=token)
+        pages.append([s.id for s in page.sessions])
+        token = page.next_page_token
+        if token is None:
+            break
+    assert pages == [["s4", "s3"], ["s2", "s1"], ["s0"]]
+
+    mine = await reader.list_sessions(app_name=APP, user_id="u1")
+    assert [s.id for s in mine.sessions] == ["s4", "s2", "s0"]
+    assert {s.user_id for s in mine.sessions} == {"u1"}
+
+
+async def test_r4_get_session_reuses_the_event_log(backend: Backend) -> None:
+    """Handles share one log, so the contents view cached on it (C9) survives turns."""
+    service = backend.make()
+    session = await service.create_session(app_name=APP, user_id="u1")
+    await service.append_event(session, text_event("one"))
+    first = await get(service, session)
+    second = await get(service, session)
+    assert first.events.log is second.events.log
+
+    # Another writer (a second process) appends; this service extends the same log.
+    other = backend.make()
+    await other.append_event(await get(other, session), text_event("two"))
+    third = await get(service, session)
+    assert third.events.log is first.events.log
+    assert [e.text for e in third.events] == ["one", "two"]
+    # Older handles keep the window they were read at.
+    assert [e.text for e in first.events] == ["one"]
+
+
+async def test_r4_concurrent_runs_on_different_sessions_never_interfere(backend: Backend) -> None:
+    service = backend.make()
+
+    def bump(n: int, tool_context: ToolContext) -> dict[str, Any]:
+        """Record n."""
+        tool_context.state["n"] = n
+        tool_context.state["user:last"] = n
+        return {"n": n}
+
+    async def one(i: int) -> list[Event]:
+        model = ScriptedModel([FunctionCall(name="bump", args={"n": i}), f"done {i}"])
+        runner = Runner(
+            agent=Agent(name="agent", model=model, tools=[bump]),
+            app_name=APP,
+            session_service=service,
+        )
+        async with aclosing(
+            runner.run_async(user_id=f"u{i}", session_id=f"s{i}", new_message=f"go {i}")
+        ) as events:
+            return [e async for e in events]
+
+    results = await asyncio.gather(*(one(i) for i in range(20)))
+    reader = backend.make()
+    for i, events in enumerate(results):
+        assert events[-1].text == f"done {i}"
+        stored = await reader.get_session(app_name=APP, user_id=f"u{i}", session_id=f"s{i}")
+        assert stored is not None
+        assert [e.id for e in stored.events][1:] == [e.id for e in events]
+        assert stored.events[0].text == f"go {i}"
+        assert stored.state == {"n": i, "user:last": i}
+        assert stored.version == 4
+
+
+async def test_r4_200_concurrent_invocations_complete_without_errors(backend: Backend) -> None:
+    service = backend.make()
+
+    def echo(i: int) -> dict[str, Any]:
+        """Echo i."""
+        return {"i": i}
+
+    def answer(request: Any) -> Any:
+        # Invocations interleave: answer from the request, not from the script's position.
+        last = request.contents[-1]
+        if any(p.function_response is not None for p in last.parts):
+            return "ok"
+        return FunctionCall(name="echo", args={"i": len(request.contents)})
+
+    runner = Runner(
+        agent=Agent(name="agent", model=ScriptedModel([answer] * 400), tools=[echo]),
+        app_name=APP,
+        session_service=service,
+    )
+
+    async def one(i: int) -> int:
+        n = 0
+        async with aclosing(
+            runner.run_async(user_id="u", session_id=f"s{i}", new_message="hi")
+        ) as events:
+            async for _ in events:
+                n += 1
+        return n
+
+    counts = await asyncio.gather(*(one(i) for i in range(200)), return_exceptions=True)
+    errors = [c for c in counts if isinstance(c, BaseException)]
+    assert errors == []
+    listed = await backend.make().list_sessions(app_name=APP, user_id="u")
+    assert len(listed.sessions) == 200
+    assert {s.version for s in listed.sessions} == {4}
+
+
+async def test_r4_stale_handles_racing_on_one_session_lose_cleanly(backend: Backend) -> None:
+    """Many writers holding the same version: exactly one wins, the rest store nothing."""
+    service = backend.make()
+    session = await service.create_session(app_name=APP, user_id="u1")
+    handles = [await get(backend.make(), session) for _ in range(8)]
+    results = await asyncio.gather(
+        *(backend.make().append_event(h, text_event(f"w{i}")) for i, h in enumerate(handles)),
+        return_exceptions=True,
+    )
+    winners = [r for r in results if isinstance(r, Event)]
+    losers = [r for r in results if isinstance(r, StaleSessionError)]
+    assert len(winners) == 1
+    assert len(losers) == 7
+    stored = await get(backend.make(), session)
+    assert [e.id for e in stored.events] == [winners[0].id]
+
+
+# -- R3: state scopes --------------------------------------------------------------------------
+
+
+async def test_r3_create_session_puts_prefixed_keys_in_their_scopes(backend: Backend) -> None:
+    service = backend.make()
+    s1 = await service.create_session(
+        app_name=APP, user_id="u1", state={"app:theme": "dark", "user:name": "Ada", "draft": 1}
+    )
+    assert s1.state == {"app:theme": "dark", "user:name": "Ada", "draft": 1}
+    reader = backend.make()
+    s2 = await reader.create_session(app_name=APP, user_id="u1")
+    s3 = await reader.create_session(app_name=APP, user_id="u2")
+    s4 = await reader.create_session(app_name="other", user_id="u1")
+    assert s2.state == {"app:theme": "dark", "user:name": "Ada"}
+    assert s3.state == {"app:theme": "dark"}
+    assert s4.state == {}
+
+
+async def test_r3_deltas_apply_per_scope_and_temp_is_never_stored(backend: Backend) -> None:
+    service = backend.make()
+    a = await service.create_session(app_name=APP, user_id="u1", state={"k": "a0"})
+    b = await service.create_session(app_name=APP, user_id="u1", state={"k": "b0"})
+    c = await service.create_session(app_name=APP, user_id="u2")
+    event = delta_event({"app:n": 1, "user:n": 2, "k": "a1", "temp:scratch": 3})
+    await service.append_event(a, event)
+    # The handle shows the merged view at once; temp: keys never reach it or the record.
+    assert a.state == {"k": "a1", "app:n": 1, "user:n": 2}
+    assert event.actions.state_delta == {"app:n": 1, "user:n": 2, "k": "a1"}
+
+    reader = backend.make()
+    assert (await get(reader, a)).state == {"k": "a1", "app:n": 1, "user:n": 2}
+    assert (await get(reader, b)).state == {"k": "b0", "app:n": 1, "user:n": 2}
+    assert (await get(reader, c)).state == {"app:n": 1}
+    stored_event = (await get(reader, a)).events[0]
+    assert "temp:scratch" not in stored_event.actions.state_delta
+
+    # Later deltas update keys one by one (dict.update semantics), nested values replaced.
+    await service.append_event(a, delta_event({"app:n": {"x": 1}, "app:m": None}))
+    await service.append_event(a, delta_event({"app:n": {"y": 2}}))
+    assert (await get(backend.make(), c)).state == {"app:n": {"y": 2}, "app:m": None}
+
+
+async def test_r3_runner_scopes_persist_and_temp_lives_for_one_invocation(
+    backend: Backend,
+) -> None:
+    seen: list[Any] = []
+
+    def remember(tool_context: ToolContext) -> dict[str, Any]:
+        """Write every scope."""
+        seen.append(tool_context.state.get("temp:t"))
+        tool_context.state.update(
+            {"app:visits": 1, "user:visits": 2, "visits": 3, "temp:t": "scratch"}
+        )
+        return {}
+
+    def check(tool_context: ToolContext) -> dict[str, Any]:
+        """Read temp state."""
+        seen.append(tool_context.state.get("temp:t"))
+        return {}
+
+    model = ScriptedModel(
+        [
+            FunctionCall(name="remember"),
+            FunctionCall(name="check"),
+            "done",
+            FunctionCall(name="check"),
+            "again",
+        ]
+    )
+    agent = Agent(name="agent", model=model, tools=[remember, check])
+    runner = Runner(agent=agent, app_name=APP, session_service=backend.make())
+    async with aclosing(runner.run_async(user_id="u1", session_id="s1", new_message="go")) as ev:
+        _ = [e async for e in ev]
+    # A restarted process runs the next invocation.
+    runner2 = Runner(agent=agent, app_name=APP, session_service=backend.make())
+    async with aclosing(
+        runner2.run_async(user_id="u1", session_id="s1", new_message="again")
+    ) as ev:
+        _ = [e async for e in ev]
+    assert seen == [None, "scratch", None]
+
+    stored = await backend.make().get_session(app_name=APP, user_id="u1", session_id="s1")
+    assert stored is not None
+    assert stored.state == {"app:visits": 1, "user:visits": 2, "visits": 3}
+    assert all(not any(k.startswith("temp:") for k in e.actions.state_delta) for e in stored.events)
+
+
+# -- R1: events up, history down ---------------------------------------------------------------
+
+
+async def test_r1_each_event_is_stored_before_the_consumer_sees_it(backend: Backend) -> None:
+    def tick(tool_context: ToolContext) -> dict[str, Any]:
+        """Tick."""
+        return {"ok": True}
+
+    model = ScriptedModel([FunctionCall(name="tick"), FunctionCall(name="tick"), "done"])
+    runner = Runner(
+        agent=Agent(name="agent", model=model, tools=[tick]),
+        app_name=APP,
+        session_service=backend.make(),
+    )
+    observer = backend.make()  # a separate reader, like another process
+    seen = 0
+    async with aclosing(runner.run_async(user_id="u1", session_id="s1", new_message="go")) as ev:
+        async for event in ev:
+            stored = await observer.get_session(app_name=APP, user_id="u1", session_id="s1")
+            assert stored is not None
+            assert stored.events[-1].id == event.id
+            seen += 1
+    assert seen == 5
