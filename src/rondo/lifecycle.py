@@ -97,11 +97,12 @@ class ReasonDelta(_Lifecycle):
 
 
 class ReasonEnd(_Lifecycle):
-    """One model round ended; `event` is its stored record."""
+    """One model round ended; `event` is its stored record (or the last partial when the
+    stream ended without an aggregate, None when the model returned nothing)."""
 
     type: Literal["reason_end"] = "reason_end"
     reason_id: str
-    event: Event
+    event: Event | None
     tool_calls: list[FunctionCall] = Field(default_factory=list[FunctionCall])
     duration_ms: float = 0.0
 

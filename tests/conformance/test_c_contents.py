@@ -278,15 +278,6 @@ async def test_c6_unrepairable_mixes_are_an_error():
     assert model.calls == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: when the latest response event answers calls of two model turns and the event "
-    "right before it is one of those call events, the latest-response check passes on *any* "
-    "matching id; the history repair then appends the same two-response event after both call "
-    "events: the prompt holds every response twice and call-b's response before call-b. "
-    "It should be a ContentsError (unrepairable mix) or a correct split; which is a design "
-    "choice (ADK has the same gap).",
-)
 async def test_c6_a_two_turn_answer_right_after_a_call_is_an_error_or_paired_correctly():
     model = ScriptedModel(["ok"])
     runner = Runner(agent=_agent(model), app_name=APP)

@@ -284,13 +284,6 @@ async def test_f4_the_run_result_is_abnormal():
     assert len(model.requests) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: when a step ends on a partial (F4) the lifecycle view leaves the reason round "
-    "(and its text block) open: no text_end / reason_end before the abnormal run_end, so "
-    "check_stream rejects the stream. Design question: close the round with the last partial, "
-    "or let the contract exempt abnormal ends.",
-)
 async def test_f4_the_lifecycle_run_end_is_abnormal_and_the_stream_is_well_formed():
     model = StreamModel(_partial_only)
     runner = Runner(agent=Agent(name="helper", model=model), app_name=APP)

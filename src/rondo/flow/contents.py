@@ -49,19 +49,21 @@ def is_visible_branch(invocation_branch: str, event_branch: str) -> bool:
 class _Item:
     """One visible event, converted once: its model content and its call/response ids."""
 
-    __slots__ = ("call_ids", "content", "response_ids", "timestamp", "turn_start")
+    __slots__ = ("call_ids", "content", "response_ids", "responses", "timestamp", "turn_start")
 
     def __init__(
         self,
         content: Content,
-        call_ids: frozenset[str] | None,
+        call_ids: tuple[str, ...] | None,
         response_ids: tuple[str, ...] | None,
         turn_start: bool,
         timestamp: float = 0.0,
+        responses: tuple[tuple[str, Part], ...] | None = None,
     ) -> None:
         self.content = content
-        self.call_ids = call_ids
+        self.call_ids = call_ids  # in call order
         self.response_ids = response_ids
+        self.responses = responses  # (call id, model-ready part) per identified response
         self.turn_start = turn_start
         self.timestamp = timestamp
 
@@ -119,7 +121,7 @@ def _convert(event: Event, agent_name: str) -> _Item | None:
         return _Item(foreign, None, None, True, event.timestamp)
     parts: list[Part] = []
     call_ids: list[str] = []
-    response_ids: list[str] = []
+    responses: list[tuple[str, Part]] = []
     changed = False
     for part in content.parts:
         if part.text:  # the common case: plain text needs no repair
@@ -138,11 +140,11 @@ def _convert(event: Event, agent_name: str) -> _Item | None:
                 continue
             parts.append(part)
             continue
+        stripped = _strip_part(part)
         if fc is not None and fc.id:
             call_ids.append(fc.id)
         if fr is not None and fr.id:
-            response_ids.append(fr.id)
-        stripped = _strip_part(part)
+            responses.append((fr.id, stripped))
         changed = changed or stripped is not part
         parts.append(stripped)
     if not parts:
@@ -150,51 +152,48 @@ def _convert(event: Event, agent_name: str) -> _Item | None:
     model_content = Content(role=content.role, parts=parts) if changed else content
     return _Item(
         model_content,
-        frozenset(call_ids) if call_ids else None,
-        tuple(response_ids) if response_ids else None,
+        tuple(call_ids) if call_ids else None,
+        tuple(cid for cid, _ in responses) if responses else None,
         author == "user",
         event.timestamp,
+        tuple(responses) if responses else None,
     )
 
 
-def _merge_responses(items: Iterable[_Item]) -> _Item:
-    """Several response events for one call event → one; a later response to an id wins."""
-    by_id: dict[str, Part] = {}
-    loose: list[Part] = []
-    ids: list[str] = []
-    role = "user"
-    for item in items:
-        role = item.content.role
-        rids = item.response_ids or ()
-        # Parts and ids line up only for response parts; walk the parts to pair them.
-        rid_iter = iter(rids)
-        for part in item.content.parts:
-            if part.function_response is not None and rids:
-                rid = next(rid_iter, None)
-                if rid is not None:
-                    if rid not in by_id:
-                        ids.append(rid)
-                    by_id[rid] = part
-                    continue
-            loose.append(part)
-    parts = [by_id[i] for i in ids] + loose
-    return _Item(Content(role=role, parts=parts), None, tuple(ids), False)
+def _answer(pairs: list[tuple[str, Part]]) -> _Item:
+    """A response record holding exactly these (call id, response part) pairs."""
+    return _Item(
+        Content(role="user", parts=[part for _, part in pairs]),
+        None,
+        tuple(cid for cid, _ in pairs),
+        False,
+        responses=tuple(pairs),
+    )
+
+
+def _latest_answers(items: Iterable[_Item]) -> dict[str, tuple[int, Part]]:
+    """call id → (index, part) of its latest response: a later response replaces older ones."""
+    latest: dict[str, tuple[int, Part]] = {}
+    for index, item in enumerate(items):
+        for cid, part in item.responses or ():
+            latest[cid] = (index, part)
+    return latest
 
 
 def _rearrange_latest(items: list[_Item]) -> list[_Item]:
     """C6: move the latest response's call/response pair to the end of the history.
 
     Unrelated tool exchanges between the call and the response are kept; other events in
-    between are skipped, as the seed describes.
+    between are skipped, as the seed describes. A latest response that answers calls of
+    several model turns cannot be paired: that is an error (ContentsError).
     """
     if len(items) < 2:
         return items
-    last = items[-1]
-    rids = last.response_ids
+    rids = items[-1].response_ids
     if not rids:
         return items
-    prev = items[-2]
-    if prev.call_ids and any(r in prev.call_ids for r in rids):
+    prev_calls = items[-2].call_ids
+    if prev_calls and all(r in prev_calls for r in rids):
         return items
     call_idx = -1
     for idx in range(len(items) - 2, -1, -1):
@@ -203,42 +202,45 @@ def _rearrange_latest(items: list[_Item]) -> list[_Item]:
             call_idx = idx
             break
     if call_idx < 0:
-        raise ContentsError(f"no function call found for function responses {list(rids)}")
-    call_ids = items[call_idx].call_ids or frozenset()
-    if not set(rids) <= call_ids:
+        return items
+    call_ids = items[call_idx].call_ids or ()
+    if not all(r in call_ids for r in rids):
         raise ContentsError(
             f"the latest function responses {list(rids)} answer calls from more than one "
             "model turn; they cannot be paired"
         )
-    related: list[_Item] = []
-    unrelated: list[_Item] = []
-    for item in items[call_idx + 1 : -1]:
-        if item.response_ids and any(r in call_ids for r in item.response_ids):
-            related.append(item)
-        elif item.call_ids or item.response_ids:
-            unrelated.append(item)
-    related.append(last)
-    return [*items[:call_idx], *unrelated, items[call_idx], _merge_responses(related)]
+    between = items[call_idx + 1 : -1]
+    related = [
+        it for it in between if it.response_ids and any(r in call_ids for r in it.response_ids)
+    ]
+    unrelated = [it for it in between if (it.call_ids or it.response_ids) and it not in related]
+    latest = _latest_answers([*related, items[-1]])
+    pairs = [(cid, latest[cid][1]) for cid in call_ids if cid in latest]
+    return [*items[:call_idx], *unrelated, items[call_idx], _answer(pairs)]
 
 
 def _rearrange_history(items: list[_Item]) -> list[_Item]:
-    """C6: every call event is followed by its (latest, merged) responses; orphans dropped."""
-    latest: dict[str, int] = {}
-    for idx, item in enumerate(items):
-        for rid in item.response_ids or ():
-            latest[rid] = idx
+    """C6: every call event is followed by its latest responses; orphans are dropped, and a
+    response record answering several call events is split between them."""
+    latest = _latest_answers(items)
     out: list[_Item] = []
     for item in items:
         if item.response_ids:
             continue
         out.append(item)
-        if not item.call_ids:
+        cids = item.call_ids
+        if not cids:
             continue
-        indices = sorted({latest[c] for c in item.call_ids if c in latest})
-        if len(indices) == 1:
-            out.append(items[indices[0]])
-        elif indices:
-            out.append(_merge_responses(items[i] for i in indices))
+        pairs = [(cid, latest[cid][1]) for cid in cids if cid in latest]
+        if not pairs:
+            continue
+        sources = {latest[cid][0] for cid, _ in pairs}
+        if len(sources) == 1:
+            source = items[sources.pop()]
+            if source.response_ids == tuple(cid for cid, _ in pairs):
+                out.append(source)  # the common case: reuse the record as it is
+                continue
+        out.append(_answer(pairs))
     return out
 
 

@@ -160,6 +160,7 @@ class Flow:
         # E1: state written by model callbacks travels on this step's model events.
         actions = EventActions()
         cb_ctx = CallbackContext(ctx, actions)
+        last: Event | None = None
         async with aclosing(call_model(agent, self.model, ctx, request, cb_ctx)) as responses:
             async for response in responses:
                 if (
@@ -168,7 +169,12 @@ class Flow:
                     and not (response.interrupted)
                 ):
                     continue
-                event = self._model_event(ctx, response, request.tools, actions)
+                event = last = self._model_event(ctx, response, request.tools, actions)
+                if observe and deltas is None:
+                    # Another response in the same stream after a round closed: a new round.
+                    reason_id = new_reason_id()
+                    yield ReasonStart(**ctx.correlation(), reason_id=reason_id)
+                    deltas = DeltaTracker(ctx, reason_id)
                 if deltas is not None and event.partial:
                     for delta in deltas.feed(event):
                         yield delta
@@ -186,6 +192,7 @@ class Flow:
                         tool_calls=calls,
                         duration_ms=(time.perf_counter() - started) * 1000.0,
                     )
+                    deltas = None  # this round is closed
                     if event.long_running_tool_ids and not calls:
                         yield self._pending(ctx, event, None)
                 if not calls:
@@ -194,6 +201,17 @@ class Flow:
                     async for item in acted:
                         yield item
                 return
+        if deltas is not None:
+            # The model said nothing, or its stream ended on a partial (F4): the round
+            # still ends, with whatever it produced.
+            for delta in deltas.close():
+                yield delta
+            yield ReasonEnd(
+                **ctx.correlation(),
+                reason_id=reason_id,
+                event=last,
+                duration_ms=(time.perf_counter() - started) * 1000.0,
+            )
 
     async def _act(
         self,
