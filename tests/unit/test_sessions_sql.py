@@ -1,0 +1,368 @@
+"""SqlSessionService internals: schema versions, URLs, atomicity, the event-log cache, SQLite
+locking. The behaviour shared with the in-memory store is in conformance/test_r_sessions.py."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+import rondo.sessions._schema as schema_module
+import rondo.sessions._sqlengine as engine_module
+import rondo.sessions.sql as sql_module
+from rondo import Content, Event, EventActions
+from rondo.errors import ConfigurationError, SchemaVersionError, StaleSessionError
+from rondo.sessions.sql import SqlSessionService, default_sqlite_url
+from tests._stores import Backend, postgres_url, sql_backend
+
+__all__ = ["postgres_url", "sql_backend"]
+
+
+def text(t: str, **kw: Any) -> Event:
+    return Event(author="user", content=Content.user(t), **kw)
+
+
+def sqlite_service(tmp_path: Path, **kw: Any) -> SqlSessionService:
+    return SqlSessionService(f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}", **kw)
+
+
+def test_importing_rondo_does_not_import_sqlalchemy() -> None:
+    code = (
+        "import sys, rondo, rondo.sessions; "
+        "assert 'sqlalchemy' not in sys.modules, 'sqlalchemy imported'; "
+        "rondo.SqlSessionService; assert 'sqlalchemy' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+async def test_default_url_is_rondo_sessions_db_and_creates_the_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert default_sqlite_url() == f"sqlite+aiosqlite:///{tmp_path / '.rondo' / 'sessions.db'}"
+    assert (tmp_path / ".rondo").is_dir()
+    service = SqlSessionService()
+    try:
+        await service.create_session(app_name="a", user_id="u", session_id="s")
+    finally:
+        await service.close()
+    assert (tmp_path / ".rondo" / "sessions.db").is_file()
+    with sqlite3.connect(tmp_path / ".rondo" / "sessions.db") as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_urls_that_cannot_work_are_refused(tmp_path: Path) -> None:
+    for url in ("sqlite+aiosqlite://", "sqlite+aiosqlite:///:memory:", "sqlite://"):
+        with pytest.raises(ConfigurationError, match="in-memory"):
+            SqlSessionService(url)
+    with pytest.raises(ConfigurationError, match="unsupported database"):
+        SqlSessionService("mysql+aiomysql://x@localhost/db")
+    with pytest.raises(ConfigurationError, match="synchronous"):
+        sqlite_service(tmp_path, sqlite_synchronous="SOMETIMES")
+
+
+async def test_plain_sqlite_url_and_nested_directory_work(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "s.db"
+    service = SqlSessionService(f"sqlite:///{path}")
+    try:
+        session = await service.create_session(app_name="a", user_id="u")
+        await service.append_event(session, text("x"))
+    finally:
+        await service.close()
+    assert path.is_file()
+
+
+# -- schema versions --------------------------------------------------------------------------
+
+
+async def _set_version(url: str, version: int) -> None:
+    engine = sa.create_engine(url.replace("+aiosqlite", ""))
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE rondo_schema SET version = :v"), {"v": version})
+    engine.dispose()
+
+
+async def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    service = sqlite_service(tmp_path)
+    await service.create_session(app_name="a", user_id="u", session_id="s")
+    await service.close()
+    await _set_version(f"sqlite:///{tmp_path / 'db.sqlite'}", schema_module.SCHEMA_VERSION + 1)
+    newer = sqlite_service(tmp_path)
+    with pytest.raises(SchemaVersionError, match="newer"):
+        await newer.get_session(app_name="a", user_id="u", session_id="s")
+    await newer.close()
+
+
+async def test_an_older_schema_is_migrated_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = sqlite_service(tmp_path)
+    session = await service.create_session(app_name="a", user_id="u", session_id="s")
+    await service.append_event(session, text("kept"))
+    await service.close()
+    await _set_version(f"sqlite:///{tmp_path / 'db.sqlite'}", schema_module.SCHEMA_VERSION - 1)
+
+    applied: list[int] = []
+
+    def step(conn: sa.Connection) -> None:
+        applied.append(schema_module.SCHEMA_VERSION - 1)
+        conn.execute(sa.text("CREATE TABLE migrated_marker (x INTEGER)"))
+
+    monkeypatch.setitem(schema_module.MIGRATIONS, schema_module.SCHEMA_VERSION - 1, step)
+
+    old = sqlite_service(tmp_path)
+    with pytest.raises(SchemaVersionError, match="migrate"):
+        await old.get_session(app_name="a", user_id="u", session_id="s")
+    assert applied == []
+    await old.migrate()
+    assert applied == [schema_module.SCHEMA_VERSION - 1]
+    found = await old.get_session(app_name="a", user_id="u", session_id="s")
+    assert found is not None
+    assert [e.text for e in found.events] == ["kept"]
+    await old.close()
+
+    # migrate=True does the same at first use; afterwards the version is current.
+    again = sqlite_service(tmp_path, migrate=True)
+    assert await again.get_session(app_name="a", user_id="u", session_id="s") is not None
+    await again.close()
+
+
+async def test_an_older_schema_without_a_migration_is_refused(tmp_path: Path) -> None:
+    service = sqlite_service(tmp_path)
+    await service.create_session(app_name="a", user_id="u")
+    await service.close()
+    await _set_version(f"sqlite:///{tmp_path / 'db.sqlite'}", 0)
+    old = sqlite_service(tmp_path, migrate=True)
+    with pytest.raises(SchemaVersionError, match="no migration"):
+        await old.list_sessions(app_name="a")
+    await old.close()
+
+
+async def test_tables_without_a_recorded_version_are_never_overwritten(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE rondo_sessions (id TEXT)")
+    service = sqlite_service(tmp_path)
+    with pytest.raises(SchemaVersionError, match="no recorded schema version"):
+        await service.create_session(app_name="a", user_id="u")
+    await service.close()
+
+
+async def test_table_prefix_keeps_two_stores_apart(tmp_path: Path) -> None:
+    one = sqlite_service(tmp_path)
+    two = sqlite_service(tmp_path, table_prefix="other_")
+    await one.create_session(app_name="a", user_id="u", session_id="s")
+    assert await two.get_session(app_name="a", user_id="u", session_id="s") is None
+    await one.close()
+    await two.close()
+
+
+# -- one transaction ---------------------------------------------------------------------------
+
+
+async def test_r3_a_failure_inside_the_append_transaction_stores_nothing(
+    sql_backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = sql_backend.make()
+    assert isinstance(service, SqlSessionService)
+    session = await service.create_session(app_name="a", user_id="u", state={"k": 0})
+
+    def boom(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("disk on fire")
+
+    # The user-scope merge runs after the version bump and the event insert.
+    monkeypatch.setattr(SqlSessionService, "_merge_scopes", boom)
+    event = Event(author="agent", actions=EventActions(state_delta={"k": 1, "user:x": 1}))
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        await service.append_event(session, event)
+    monkeypatch.undo()
+    assert session.version == 0
+    assert len(session.events) == 0
+
+    stored = await sql_backend.make().get_session(app_name="a", user_id="u", session_id=session.id)
+    assert stored is not None
+    assert (stored.version, len(stored.events), stored.state) == (0, 0, {"k": 0})
+    # The handle is still current: the next append goes through.
+    await service.append_event(session, Event(author="agent"))
+    assert session.version == 1
+
+
+# -- the event-log cache -----------------------------------------------------------------------
+
+
+async def test_get_session_decodes_only_the_events_appended_since(
+    sql_backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = sql_backend.make()
+    reader = sql_backend.make()
+    session = await writer.create_session(app_name="a", user_id="u", session_id="s")
+    for i in range(50):
+        await writer.append_event(session, text(f"e{i}"))
+
+    decoded: list[Any] = []
+    real = sql_module._decode_event  # pyright: ignore[reportPrivateUsage]
+
+    def counting(payload: Any) -> Event:
+        decoded.append(payload)
+        return real(payload)
+
+    monkeypatch.setattr(sql_module, "_decode_event", counting)
+    first = await reader.get_session(app_name="a", user_id="u", session_id="s")
+    assert first is not None
+    assert len(decoded) == 50
+    again = await reader.get_session(app_name="a", user_id="u", session_id="s")
+    assert again is not None
+    assert len(decoded) == 50  # nothing changed: one row read, nothing decoded
+    await writer.append_event(session, text("e50"))
+    await writer.append_event(session, text("e51"))
+    latest = await reader.get_session(app_name="a", user_id="u", session_id="s")
+    assert latest is not None
+    assert len(decoded) == 52
+    assert latest.events.log is first.events.log
+    assert [e.text for e in latest.events][-3:] == ["e49", "e50", "e51"]
+    # The writer's own appends are never decoded again.
+    mine = await writer.get_session(app_name="a", user_id="u", session_id="s")
+    assert mine is not None
+    assert len(decoded) == 52
+    assert mine.events[-1] is session.events[-1]
+
+
+async def test_a_bounded_read_loads_only_the_recent_events(
+    sql_backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = sql_backend.make()
+    session = await writer.create_session(app_name="a", user_id="u", session_id="s")
+    for i in range(30):
+        await writer.append_event(session, text(f"e{i}"))
+    decoded: list[Any] = []
+    real = sql_module._decode_event  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(sql_module, "_decode_event", lambda p: decoded.append(p) or real(p))
+    reader = sql_backend.make()
+    recent = await reader.get_session(
+        app_name="a", user_id="u", session_id="s", num_recent_events=3
+    )
+    assert recent is not None
+    assert [e.text for e in recent.events] == ["e27", "e28", "e29"]
+    assert len(decoded) == 3
+    narrower = await reader.get_session(
+        app_name="a", user_id="u", session_id="s", num_recent_events=2
+    )
+    assert narrower is not None
+    assert len(decoded) == 3  # served from the cached window
+    assert narrower.events.log is recent.events.log
+
+
+async def test_the_cache_is_bounded(tmp_path: Path) -> None:
+    service = sqlite_service(tmp_path, cache_sessions=2)
+    for i in range(5):
+        created = await service.create_session(app_name="a", user_id="u", session_id=f"s{i}")
+        await service.append_event(created, text("x"))
+    assert len(service._cache) == 2  # pyright: ignore[reportPrivateUsage]
+    # An evicted session is read back from the database.
+    found = await service.get_session(app_name="a", user_id="u", session_id="s0")
+    assert found is not None
+    assert [e.text for e in found.events] == ["x"]
+    await service.close()
+
+
+async def test_a_handle_known_stale_is_refused_without_a_round_trip(tmp_path: Path) -> None:
+    service = sqlite_service(tmp_path)
+    session = await service.create_session(app_name="a", user_id="u", session_id="s")
+    old = await service.get_session(app_name="a", user_id="u", session_id="s")
+    assert old is not None
+    await service.append_event(session, text("x"))
+
+    async def no_db(fn: Any) -> Any:
+        raise AssertionError("the database was asked")
+
+    service._db.write = no_db  # type: ignore[method-assign]  # pyright: ignore[reportPrivateUsage]
+    with pytest.raises(StaleSessionError):
+        await service.append_event(old, text("y"))
+    await service.close()
+
+
+async def test_list_sessions_refuses_bad_arguments(tmp_path: Path) -> None:
+    service = sqlite_service(tmp_path)
+    with pytest.raises(ValueError, match="page_token"):
+        await service.list_sessions(app_name="a", page_token="not-a-token")
+    with pytest.raises(ValueError, match="limit"):
+        await service.list_sessions(app_name="a", limit=0)
+    await service.close()
+
+
+# -- SQLite locking and durability -------------------------------------------------------------
+
+
+async def test_sqlite_waits_for_another_writer_instead_of_failing(tmp_path: Path) -> None:
+    service = sqlite_service(tmp_path)
+    session = await service.create_session(app_name="a", user_id="u", session_id="s")
+    other = sqlite3.connect(tmp_path / "db.sqlite", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    append = asyncio.ensure_future(service.append_event(session, text("x")))
+    await asyncio.sleep(0.3)
+    assert not append.done()  # waiting (on the store's thread), the event loop free
+    other.execute("COMMIT")
+    await asyncio.wait_for(append, 10)
+    other.close()
+    assert session.version == 1
+    await service.close()
+
+
+async def test_sqlite_checkpoints_the_wal_on_its_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine_module, "_CHECKPOINT_EVERY", 5)
+    threads: list[str] = []
+    real = engine_module.Database._checkpoint  # pyright: ignore[reportPrivateUsage]
+
+    def checkpoint(self: engine_module.Database) -> None:
+        threads.append(threading.current_thread().name)
+        real(self)
+
+    monkeypatch.setattr(engine_module.Database, "_checkpoint", checkpoint)
+    service = sqlite_service(tmp_path)
+    session = await service.create_session(app_name="a", user_id="u", session_id="s")
+    for i in range(14):
+        await service.append_event(session, text(f"e{i}"))
+    assert len(threads) == 3  # 15 commits
+    assert all(name.startswith("rondo-sqlite") for name in threads)
+    await service.close()
+
+
+async def test_sqlite_full_synchronous_mode_runs_on_the_thread(tmp_path: Path) -> None:
+    service = sqlite_service(tmp_path, sqlite_synchronous="FULL")
+    session = await service.create_session(app_name="a", user_id="u", session_id="s")
+    await service.append_event(session, text("x"))
+    assert service._db._inline is None  # pyright: ignore[reportPrivateUsage]
+    reopened = sqlite_service(tmp_path)
+    found = await reopened.get_session(app_name="a", user_id="u", session_id="s")
+    assert found is not None
+    assert [e.text for e in found.events] == ["x"]
+    await service.close()
+    await reopened.close()
+
+
+def test_sync_runner_threads_share_one_service(tmp_path: Path) -> None:
+    """A service used from two event loops (threads) keeps working: only the first thread
+    runs SQLite inline, the other goes through the store's thread."""
+    service = sqlite_service(tmp_path)
+
+    async def work(sid: str) -> int:
+        session = await service.create_session(app_name="a", user_id="u", session_id=sid)
+        for i in range(5):
+            await service.append_event(session, text(f"e{i}"))
+        return session.version
+
+    assert asyncio.run(work("one")) == 5
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(asyncio.run, work("two")).result() == 5
+    asyncio.run(service.close())
