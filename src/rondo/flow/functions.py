@@ -73,6 +73,8 @@ async def _run_hooked(
     tctx: ToolContext,
 ) -> tuple[Any, str | None, bool]:
     """T4: before hooks → run → error hooks. Returns (result, error text, delayed)."""
+    if tool.is_streaming:
+        return await _run_streaming(tool, args, tctx)
     plugins = ctx.plugins
     try:
         result = await plugins.run("before_tool", tool, args, tctx)
@@ -90,6 +92,22 @@ async def _run_hooked(
         if recovered is None and agent.on_tool_error_callbacks:
             recovered = await first_result(agent.on_tool_error_callbacks, tool, args, tctx, exc)
         return (to_response(recovered) if recovered is not None else {"error": error}), error, False
+
+
+async def _run_streaming(
+    tool: BaseTool, args: dict[str, Any], tctx: ToolContext
+) -> tuple[Any, str | None, bool]:
+    """T5: a streaming tool bypasses the hook chain; a normal run aggregates its chunks."""
+    chunks: list[Any] = []
+    try:
+        async for chunk in tool.stream(args, tctx):
+            chunks.append(chunk)
+    except Exception as exc:
+        error = _error_text(exc)
+        return {"error": error, "partial_result": to_response(chunks)["result"]}, error, False
+    if chunks and all(isinstance(c, str) for c in chunks):
+        return {"result": "".join(chunks)}, None, False
+    return to_response(chunks), None, False
 
 
 async def run_call(
@@ -121,6 +139,8 @@ async def run_call(
     result, error, delayed = await _run_hooked(agent, ctx, tool, args, tctx)
     if delayed:
         return CallOutcome(call, None, actions, None, _ms(started))
+    if tool.is_streaming:
+        return CallOutcome(call, result, actions, error, _ms(started))
     plugins = ctx.plugins
     try:
         altered = await plugins.run("after_tool", tool, args, tctx, result)

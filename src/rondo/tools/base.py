@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import re
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from rondo.errors import ToolDefinitionError
@@ -38,6 +39,12 @@ class BaseTool(abc.ABC):
     is_long_running: bool = False
     # Set by tools that hand records up while they run (task agents in this session).
     yields_events: bool = False
+    # Streaming tools yield chunks from `stream()` instead of returning from `run()` (T5).
+    is_streaming: bool = False
+
+    def stream(self, args: dict[str, Any], tool_context: ToolContext) -> AsyncIterator[Any]:
+        """The chunks of a streaming tool; only called when `is_streaming` is set."""
+        raise NotImplementedError(f"{type(self).__name__} is not a streaming tool")
 
     def __init__(self, *, name: str, description: str = "", is_long_running: bool = False):
         self.name = check_tool_name(name)

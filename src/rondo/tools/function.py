@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, overload
 
 from pydantic import BaseModel
@@ -58,12 +58,10 @@ class FunctionTool(BaseTool):
         if not callable(func):
             raise ToolDefinitionError(f"a function tool needs a callable, got {func!r}")
         tool_name = name or getattr(func, "__name__", "") or ""
-        if inspect.isasyncgenfunction(func):
-            raise ToolDefinitionError(
-                f"tool {tool_name!r} is an async generator; streaming tools are not supported "
-                "by FunctionTool"
-            )
         super().__init__(name=tool_name, is_long_running=is_long_running)
+        # A generator function is a streaming tool (SPEC T5): it yields chunks, which a
+        # normal run aggregates into one response, and it bypasses the tool hooks.
+        self.is_streaming = inspect.isasyncgenfunction(func) or inspect.isgeneratorfunction(func)
         self.func = func
         self._signature = FunctionSignature(func, self.name, ToolContext)
         self.description = description if description is not None else self._signature.description
@@ -114,6 +112,23 @@ class FunctionTool(BaseTool):
         if inspect.isawaitable(result):
             result = await result
         return result
+
+    async def stream(self, args: dict[str, Any], tool_context: ToolContext) -> AsyncIterator[Any]:
+        """The chunks of a streaming tool (its generator), arguments validated first."""
+        kwargs = self._signature.validate(args)
+        if self._signature.context_param is not None:
+            kwargs[self._signature.context_param] = tool_context
+        if inspect.isasyncgenfunction(self.func):
+            async for chunk in self.func(**kwargs):
+                yield chunk
+            return
+        iterator = iter(self.func(**kwargs))
+        done = object()
+        while True:  # a sync generator advances in a worker thread, one chunk at a time
+            chunk = await run_sync_in_thread(next, iterator, done)
+            if chunk is done:
+                return
+            yield chunk
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the wrapped function directly."""
