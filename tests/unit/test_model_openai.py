@@ -528,6 +528,32 @@ def test_model_string_reads_key_and_base_url_from_the_environment(
     assert agent.model.max_tokens_param == "max_tokens"
 
 
+def test_unknown_provider_or_empty_model_fails_when_the_agent_is_built() -> None:
+    with pytest.raises(ModelNotFoundError, match="unknown model provider"):
+        Agent(name="assistant", model="openia:gpt-4o-mini")
+    with pytest.raises(ModelNotFoundError, match="provider:model"):
+        Agent(name="assistant", model="openai:")
+
+
+def test_missing_sdk_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "openai", None)  # `import openai` now fails
+    monkeypatch.delitem(sys.modules, "rondo.models.openai", raising=False)
+    with pytest.raises(ModelNotFoundError, match=r"rondo-agents\[openai\]"):
+        Agent(name="assistant", model="openai:gpt-4o-mini")
+
+
+async def test_a_ready_sdk_client_is_used_with_its_retries_off() -> None:
+    exchanges = Exchanges(
+        json_reply({"error": {"message": "busy"}}, 503), json_reply(completion("ok"))
+    )
+    client = openai.AsyncOpenAI(api_key="sk-own", http_client=exchanges.client(), max_retries=5)
+    m = OpenAIModel("gpt-4o-mini", client=client, retry=NO_WAIT)
+    [response] = await collect(m, ask(), stream=False)
+    assert response.content == Content.model("ok")
+    assert [r.headers["x-stainless-retry-count"] for r in exchanges.requests] == ["0", "0"]
+    assert exchanges.requests[0].headers["authorization"] == "Bearer sk-own"
+
+
 def test_a_new_event_loop_gets_a_new_sdk_client() -> None:
     # Sync entry points run each call on a fresh loop; a pooled client cannot cross loops.
     m = OpenAIModel("gpt-4o-mini", api_key="sk-test")
