@@ -20,7 +20,6 @@ from rondo.agents.base import BaseAgent, Item
 from rondo.context import InvocationContext
 from rondo.errors import ConfigurationError
 from rondo.events import Event, EventActions, PendingCall
-from rondo.lifecycle import LifecycleEvent, RunEnd, RunMetrics, RunStart
 from rondo.plugins import Plugin, PluginManager
 from rondo.run_config import RunConfig
 from rondo.sessions.base import TEMP_PREFIX, BaseSessionService, Session
@@ -28,7 +27,9 @@ from rondo.sessions.memory import InMemorySessionService
 from rondo.types import Content, Part
 
 if TYPE_CHECKING:
+    # The lifecycle classes load on first use: a records-only run never needs them.
     from rondo.artifacts.base import BaseArtifactService
+    from rondo.lifecycle import LifecycleEvent, RunMetrics
     from rondo.memory.base import BaseMemoryService
 
 __all__ = ["RunResult", "Runner"]
@@ -47,8 +48,14 @@ class RunResult:
     text: str = ""
     run_id: str = ""
     pending: list[PendingCall] = field(default_factory=list[PendingCall])
-    metrics: RunMetrics = field(default_factory=RunMetrics)
+    metrics: RunMetrics = field(default_factory=lambda: _run_metrics())
     is_abnormal: bool = False
+
+
+def _run_metrics(**values: Any) -> RunMetrics:
+    from rondo.lifecycle import RunMetrics
+
+    return RunMetrics(**values)
 
 
 def _as_content(message: Message) -> Content | None:
@@ -109,7 +116,7 @@ class _Summary:
         return final.text
 
     def metrics(self, ctx: InvocationContext) -> RunMetrics:
-        return RunMetrics(
+        return _run_metrics(
             model_calls=ctx.llm_calls,
             tool_calls=self.tool_calls,
             input_tokens=self.input_tokens,
@@ -329,6 +336,8 @@ class Runner:
 
         summary = _Summary()
         if observe:
+            from rondo.lifecycle import RunStart
+
             yield RunStart(
                 run_id=run_id,
                 invocation_id=ctx.invocation_id,
@@ -368,6 +377,8 @@ class Runner:
                 is_abnormal=summary.abnormal,
             )
         if observe:
+            from rondo.lifecycle import RunEnd
+
             yield RunEnd(
                 run_id=run_id,
                 invocation_id=ctx.invocation_id,

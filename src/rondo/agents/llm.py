@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -187,8 +186,8 @@ class Agent(BaseAgent):
                             except ValueError:
                                 pass
                             else:
-                                item.actions.state_delta[f"{self.output_key}_parsed"] = json.loads(
-                                    self._output_adapter.dump_json(parsed)
+                                item.actions.state_delta[f"{self.output_key}_parsed"] = (
+                                    self._output_adapter.dump_python(parsed, mode="json")
                                 )
                 yield item
 
