@@ -38,7 +38,10 @@ __all__ = [
     "TaskEvent",
     "ToolCallEnd",
     "ToolCallStart",
+    "json_schema",
     "parse_lifecycle_event",
+    "to_json",
+    "to_sse",
 ]
 
 SCHEMA_VERSION = 1
@@ -256,12 +259,31 @@ _adapter: TypeAdapter[Any] | None = None
 
 def parse_lifecycle_event(data: dict[str, Any]) -> Any:
     """Read a JSON projection back; returns None for an event type this version does not know."""
-    global _adapter
-    if _adapter is None:
-        _adapter = TypeAdapter(LifecycleEvent)
     try:
-        return _adapter.validate_python(data)
+        return _get_adapter().validate_python(data)
     except ValidationError as exc:
         if any(err["type"] == "union_tag_invalid" for err in exc.errors()):
             return None
         raise
+
+
+def _get_adapter() -> TypeAdapter[Any]:
+    global _adapter
+    if _adapter is None:
+        _adapter = TypeAdapter(LifecycleEvent)
+    return _adapter
+
+
+def to_json(event: Any) -> str:
+    """The wire projection of a lifecycle event (SPEC V6): stable, versioned JSON."""
+    return event.model_dump_json()
+
+
+def to_sse(event: Any) -> str:
+    """One Server-Sent Events frame: `event: <type>` and the JSON projection as data."""
+    return f"event: {event.type}\ndata: {to_json(event)}\n\n"
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON schema of the wire format (the discriminated union of every event type)."""
+    return _get_adapter().json_schema()

@@ -122,6 +122,11 @@ class BaseAgent:
             yield event
 
     def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
+        """The agent's own work. Subclasses override this (ADK's `_run_async_impl` name is
+        accepted too) and yield events; the runner stores each before the next is asked."""
+        legacy = getattr(self, "_run_async_impl", None)
+        if legacy is not None:
+            return legacy(ctx)
         raise NotImplementedError(f"{type(self).__name__} must implement _run_impl")
 
     def _callback_event(
