@@ -275,6 +275,18 @@ async def test_reasoning_content_of_compatible_servers_is_a_thought_part() -> No
     assert hidden.content == Content.model("42")
 
 
+async def test_sparse_responses_of_compatible_servers_are_read() -> None:
+    # The SDK does not validate; some servers leave out `model` or send a null finish reason.
+    body = completion("hi")
+    del body["model"]
+    body["choices"][0]["finish_reason"] = None
+    del body["usage"]
+    exchanges = Exchanges(json_reply(body))
+    [response] = await collect(model(exchanges), ask(), stream=False)
+    assert response.content == Content.model("hi")
+    assert (response.model_version, response.finish_reason, response.usage) == (None, None, None)
+
+
 async def test_m5_content_filter_finish_is_an_error_code_not_an_exception() -> None:
     exchanges = Exchanges(json_reply(completion("", finish_reason="content_filter")))
     [response] = await collect(model(exchanges), ask(), stream=False)

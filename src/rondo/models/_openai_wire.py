@@ -244,6 +244,11 @@ def _reasoning(message: BaseModel) -> str | None:
     return None
 
 
+def _model_name(response: ChatCompletion | ChatCompletionChunk) -> str | None:
+    # The SDK does not validate responses; some compatible servers leave out required fields.
+    return getattr(response, "model", None) or None
+
+
 @dataclass(slots=True)
 class _Outcome:
     """Finish reason and in-response errors (SPEC M5) gathered from one choice."""
@@ -295,14 +300,14 @@ def parse_completion(completion: ChatCompletion, *, include_thoughts: bool) -> M
             )
         if message.refusal:
             outcome.refuse(message.refusal)
-        outcome.finish(choice.finish_reason)
+        outcome.finish(getattr(choice, "finish_reason", None))
     return ModelResponse(
         content=Content(role="model", parts=parts) if parts else None,
         usage=convert_usage(completion.usage),
         finish_reason=outcome.finish_reason,
         error_code=outcome.error_code,
         error_message=outcome.error_message,
-        model_version=completion.model or None,
+        model_version=_model_name(completion),
         turn_complete=True,
     )
 
@@ -398,5 +403,5 @@ class ChunkReader:
             finish_reason=outcome.finish_reason if finished else None,
             error_code=outcome.error_code if finished else None,
             error_message=outcome.error_message if finished else None,
-            model_version=(chunk.model or None) if chunk is not None else None,
+            model_version=_model_name(chunk) if chunk is not None else None,
         )
