@@ -13,6 +13,7 @@ from rondo._version import __version__
 
 if TYPE_CHECKING:
     from rondo.agents.base import BaseAgent
+    from rondo.agents.graph import Graph
     from rondo.agents.harness import Harness
     from rondo.agents.llm import Agent, LlmAgent
     from rondo.agents.team import Team
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
         ContentsError,
         DuplicateAgentNameError,
         InstructionError,
+        InvalidArtifactNameError,
         InvalidCallbackError,
         LlmCallsLimitExceeded,
         ModelError,
@@ -59,6 +61,7 @@ _EXPORTS: dict[str, str] = {
     "ParallelAgent": "rondo.agents.workflow",
     "LoopAgent": "rondo.agents.workflow",
     "Team": "rondo.agents.team",
+    "Graph": "rondo.agents.graph",
     "Harness": "rondo.agents.harness",
     "AgentTool": "rondo.tools.agent_tool",
     "Runner": "rondo.runner",
@@ -94,6 +97,7 @@ _EXPORTS: dict[str, str] = {
     "ContentsError": "rondo.errors",
     "DuplicateAgentNameError": "rondo.errors",
     "InstructionError": "rondo.errors",
+    "InvalidArtifactNameError": "rondo.errors",
     "InvalidCallbackError": "rondo.errors",
     "LlmCallsLimitExceeded": "rondo.errors",
     "ModelError": "rondo.errors",
@@ -128,9 +132,11 @@ __all__ = [
     "FunctionCall",
     "FunctionResponse",
     "FunctionTool",
+    "Graph",
     "Harness",
     "InMemorySessionService",
     "InstructionError",
+    "InvalidArtifactNameError",
     "InvalidCallbackError",
     "InvocationContext",
     "ListSessionsResponse",
