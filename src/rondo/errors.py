@@ -12,6 +12,7 @@
     ├── TransferError                           `actions.transfer_to_agent` names no legal agent
     ├── ModelError                              a model failure nobody recovered from
     ├── ScriptExhaustedError                    `rondo.testing.ScriptedModel` ran past its script
+    ├── InvalidArtifactNameError (also ValueError)  an artifact name that leaves its directory
     └── SessionError
         ├── SessionNotFoundError
         ├── StaleSessionError                   append through an out-of-date session handle
@@ -29,6 +30,7 @@ __all__ = [
     "ContentsError",
     "DuplicateAgentNameError",
     "InstructionError",
+    "InvalidArtifactNameError",
     "InvalidCallbackError",
     "LlmCallsLimitExceeded",
     "ModelError",
@@ -96,6 +98,10 @@ class ModelError(RondoError):
 
 class ScriptExhaustedError(RondoError):
     """`ScriptedModel` was called more times than its script has items."""
+
+
+class InvalidArtifactNameError(RondoError, ValueError):
+    """An artifact name is empty or tries to leave its directory (`..`, `/x`, `a\\b`...)."""
 
 
 class SessionError(RondoError):
