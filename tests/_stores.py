@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from rondo.memory.base import BaseMemoryService
+from rondo.memory.memory import InMemoryMemoryService
 from rondo.sessions.base import BaseSessionService
 from rondo.sessions.memory import InMemorySessionService
 
@@ -98,7 +100,8 @@ class Backend:
     url: str | None = None
     engine_kwargs: dict[str, Any] = field(default_factory=dict[str, Any])
     _memory: InMemorySessionService | None = None
-    _opened: list[BaseSessionService] = field(default_factory=list[BaseSessionService])
+    _remembered: InMemoryMemoryService | None = None
+    _opened: list[Any] = field(default_factory=list[Any])
 
     @property
     def durable(self) -> bool:
@@ -112,6 +115,18 @@ class Backend:
         from rondo.sessions.sql import SqlSessionService
 
         service = SqlSessionService(self.url, **{**self.engine_kwargs, **kwargs})
+        self._opened.append(service)
+        return service
+
+    def make_memory(self, **kwargs: Any) -> BaseMemoryService:
+        """A memory service on the same storage (in-memory: the one service)."""
+        if self.name == "memory":
+            if self._remembered is None:
+                self._remembered = InMemoryMemoryService()
+            return self._remembered
+        from rondo.memory.sql import SqlMemoryService
+
+        service = SqlMemoryService(self.url, **{**self.engine_kwargs, **kwargs})
         self._opened.append(service)
         return service
 

@@ -1,4 +1,5 @@
-"""SPEC R1, R3, R4 on every session store: in-memory, SQLite and PostgreSQL.
+"""SPEC R1, R3, R4, R5 on every store: in-memory, SQLite and PostgreSQL (artifacts: in-memory
+and filesystem).
 
 Each test runs against all three back ends (`backend` fixture) — the same module proves the
 same behaviour. `backend.make()` opens a new service on the same storage, as a restarted
@@ -8,8 +9,11 @@ process would (for the in-memory store it returns the one service).
 from __future__ import annotations
 
 import asyncio
+import os
 import time
+from collections.abc import Callable
 from contextlib import aclosing
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,10 +30,12 @@ from rondo import (
     StaleSessionError,
     ToolContext,
 )
-from rondo.errors import SessionError, SessionNotFoundError
+from rondo.artifacts import BaseArtifactService, FileArtifactService, InMemoryArtifactService
+from rondo.errors import InvalidArtifactNameError, SessionError, SessionNotFoundError
 from rondo.events import EventCompaction, ToolConfirmation
 from rondo.sessions.base import BaseSessionService, Session
 from rondo.testing import ScriptedModel
+from rondo.tools.load_memory import MEMORY_INSTRUCTION, load_memory
 from rondo.types import (
     Blob,
     CodeExecutionResult,
@@ -563,3 +569,306 @@ async def test_r1_each_event_is_stored_before_the_consumer_sees_it(backend: Back
             assert stored.events[-1].id == event.id
             seen += 1
     assert seen == 5
+
+
+# -- R5: artifacts -----------------------------------------------------------------------------
+
+
+def entries(path: Path) -> list[str]:
+    return sorted(os.listdir(path))
+
+
+def all_inside(root: Path) -> bool:
+    return all(p.resolve().is_relative_to(root) for p in root.rglob("*"))
+
+
+@pytest.fixture(params=["memory", "filesystem"])
+def artifacts(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], BaseArtifactService]:
+    """Opens an artifact service on one storage place (in-memory: the one service)."""
+    if request.param == "memory":
+        service = InMemoryArtifactService()
+        return lambda: service
+    return lambda: FileArtifactService(tmp_path / "artifacts")
+
+
+async def test_r5_artifacts_are_versioned_named_blobs(
+    artifacts: Callable[[], BaseArtifactService],
+) -> None:
+    service = artifacts()
+    where = {"app_name": APP, "user_id": "u1", "session_id": "s1"}
+    png = Part(inline_data=Blob(mime_type="image/png", data=bytes(range(256)) * 10))
+    assert await service.save_artifact(**where, filename="notes.txt", artifact=Part(text="v0")) == 0
+    assert await service.save_artifact(**where, filename="notes.txt", artifact=Part(text="v1")) == 1
+    assert await service.save_artifact(**where, filename="img/logo.png", artifact=png) == 0
+
+    reader = artifacts()
+    assert await reader.load_artifact(**where, filename="notes.txt") == Part(text="v1")
+    assert await reader.load_artifact(**where, filename="notes.txt", version=0) == Part(text="v0")
+    assert await reader.load_artifact(**where, filename="notes.txt", version=7) is None
+    assert await reader.load_artifact(**where, filename="missing.txt") is None
+    assert await reader.load_artifact(**where, filename="img/logo.png") == png
+    assert await reader.list_versions(**where, filename="notes.txt") == [0, 1]
+    assert await reader.list_artifact_keys(**where) == ["img/logo.png", "notes.txt"]
+
+    await reader.delete_artifact(**where, filename="notes.txt")
+    assert await artifacts().load_artifact(**where, filename="notes.txt") is None
+    assert await artifacts().list_versions(**where, filename="notes.txt") == []
+    assert await artifacts().list_artifact_keys(**where) == ["img/logo.png"]
+    # A new version after deletion starts again at 0.
+    assert await service.save_artifact(**where, filename="notes.txt", artifact=Part(text="n")) == 0
+
+
+async def test_r5_user_artifacts_are_shared_by_the_users_sessions(
+    artifacts: Callable[[], BaseArtifactService],
+) -> None:
+    service = artifacts()
+    s1 = {"app_name": APP, "user_id": "u1", "session_id": "s1"}
+    s2 = {"app_name": APP, "user_id": "u1", "session_id": "s2"}
+    other_user = {"app_name": APP, "user_id": "u2", "session_id": "s1"}
+    await service.save_artifact(**s1, filename="user:profile", artifact=Part(text="Ada"))
+    await service.save_artifact(**s1, filename="draft", artifact=Part(text="mine"))
+
+    reader = artifacts()
+    assert await reader.load_artifact(**s2, filename="user:profile") == Part(text="Ada")
+    assert await reader.load_artifact(**s2, filename="draft") is None
+    assert await reader.list_artifact_keys(**s1) == ["draft", "user:profile"]
+    assert await reader.list_artifact_keys(**s2) == ["user:profile"]
+    assert await reader.load_artifact(**other_user, filename="user:profile") is None
+    assert await reader.list_artifact_keys(**other_user) == []
+    assert await service.save_artifact(**s2, filename="user:profile", artifact=Part(text="B")) == 1
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "",
+        "..",
+        ".",
+        "../secret",
+        "a/../../b",
+        "/etc/passwd",
+        "a//b",
+        "a\\b",
+        "C:x",
+        "a\x00b",
+        "user:",
+        "user:../x",
+        "user:/abs",
+        "dir/",
+    ],
+)
+async def test_r5_artifact_names_that_escape_are_refused(
+    artifacts: Callable[[], BaseArtifactService], tmp_path: Path, name: str
+) -> None:
+    service = artifacts()
+    where = {"app_name": APP, "user_id": "u1", "session_id": "s1"}
+    with pytest.raises(InvalidArtifactNameError, match="artifact name"):
+        await service.save_artifact(**where, filename=name, artifact=Part(text="x"))
+    with pytest.raises(InvalidArtifactNameError):
+        await service.load_artifact(**where, filename=name)
+    with pytest.raises(InvalidArtifactNameError):
+        await service.list_versions(**where, filename=name)
+    with pytest.raises(InvalidArtifactNameError):
+        await service.delete_artifact(**where, filename=name)
+    assert [n for n in entries(tmp_path) if n != "artifacts"] == []
+
+
+async def test_r5_hostile_ids_stay_inside_the_artifact_root(tmp_path: Path) -> None:
+    root = tmp_path / "artifacts"
+    service = FileArtifactService(root)
+    where = {"app_name": "..", "user_id": "../..", "session_id": "/tmp"}
+    assert await service.save_artifact(**where, filename="a.txt", artifact=Part(text="x")) == 0
+    assert await service.load_artifact(**where, filename="a.txt") == Part(text="x")
+    assert entries(tmp_path) == ["artifacts"]
+    assert all_inside(root)
+
+
+async def test_r5_tools_and_callbacks_save_load_and_list_artifacts(
+    artifacts: Callable[[], BaseArtifactService],
+) -> None:
+    listed: list[list[str]] = []
+
+    async def write_report(text: str, tool_context: ToolContext) -> dict[str, Any]:
+        """Save a report."""
+        version = await tool_context.save_artifact("report.txt", Part(text=text))
+        await tool_context.save_artifact("user:last_report", Part(text=text))
+        return {"version": version}
+
+    async def read_report(tool_context: ToolContext) -> dict[str, Any]:
+        """Read the report back."""
+        part = await tool_context.load_artifact("report.txt")
+        first = await tool_context.load_artifact("report.txt", version=0)
+        return {
+            "text": part.text if part else None,
+            "first": first.text if first else None,
+            "names": await tool_context.list_artifacts(),
+        }
+
+    async def before_agent(ctx: Any) -> None:
+        listed.append(await ctx.list_artifacts())
+
+    model = ScriptedModel(
+        [
+            FunctionCall(name="write_report", args={"text": "first"}),
+            FunctionCall(name="write_report", args={"text": "second"}),
+            FunctionCall(name="read_report"),
+            "done",
+        ]
+    )
+    service = artifacts()
+    runner = Runner(
+        agent=Agent(
+            name="agent",
+            model=model,
+            tools=[write_report, read_report],
+            before_agent_callback=before_agent,
+        ),
+        app_name=APP,
+        artifact_service=service,
+    )
+    async with aclosing(runner.run_async(user_id="u1", session_id="s1", new_message="go")) as ev:
+        events = [e async for e in ev]
+    responses = [e for e in events if e.get_function_responses()]
+    assert [e.actions.artifact_delta for e in responses] == [
+        {"report.txt": 0, "user:last_report": 0},
+        {"report.txt": 1, "user:last_report": 1},
+        {},
+    ]
+    assert responses[2].get_function_responses()[0].response == {
+        "text": "second",
+        "first": "first",
+        "names": ["report.txt", "user:last_report"],
+    }
+    assert listed == [[]]
+    stored = await runner.session_service.get_session(app_name=APP, user_id="u1", session_id="s1")
+    assert stored is not None
+    deltas = [e.actions.artifact_delta for e in stored.events if e.get_function_responses()]
+    assert deltas[0] == {"report.txt": 0, "user:last_report": 0}
+
+
+async def test_r5_artifact_delta_is_stored_with_the_event(sql_backend: Backend) -> None:
+    async def save(tool_context: ToolContext) -> dict[str, Any]:
+        """Save."""
+        return {"v": await tool_context.save_artifact("a.bin", Part(text="x"))}
+
+    runner = Runner(
+        agent=Agent(
+            name="agent", model=ScriptedModel([FunctionCall(name="save"), "ok"]), tools=[save]
+        ),
+        app_name=APP,
+        session_service=sql_backend.make(),
+        artifact_service=InMemoryArtifactService(),
+    )
+    async with aclosing(runner.run_async(user_id="u1", session_id="s1", new_message="go")) as ev:
+        _ = [e async for e in ev]
+    stored = await sql_backend.make().get_session(app_name=APP, user_id="u1", session_id="s1")
+    assert stored is not None
+    assert [e.actions.artifact_delta for e in stored.events] == [{}, {}, {"a.bin": 0}, {}]
+
+
+# -- R5: memory --------------------------------------------------------------------------------
+
+
+def conversation(session_id: str, user_id: str = "u1", *texts: str) -> Session:
+    session = Session(id=session_id, app_name=APP, user_id=user_id)
+    events = [
+        text_event(t, author="user" if i % 2 == 0 else "agent", timestamp=1000.0 + i)
+        for i, t in enumerate(texts)
+    ]
+    session.events.log.extend(events)
+    session.events._extend_to(len(events))  # pyright: ignore[reportPrivateUsage]
+    return session
+
+
+async def test_r5_memory_remembers_sessions_and_searches_them(backend: Backend) -> None:
+    memory = backend.make_memory()
+    await memory.add_session_to_memory(
+        conversation("s1", "u1", "I love hiking in the Alps", "The Alps are lovely in June")
+    )
+    await memory.add_session_to_memory(conversation("s2", "u1", "My cat is called Tom"))
+    await memory.add_session_to_memory(conversation("s3", "u2", "Hiking again, in the Andes"))
+    # Adding a session again replaces what was remembered of it (no duplicates).
+    await memory.add_session_to_memory(
+        conversation("s1", "u1", "I love hiking in the Alps", "The Alps are lovely in June")
+    )
+
+    reader = backend.make_memory()
+    found = await reader.search_memory(app_name=APP, user_id="u1", query="Alps?")
+    assert sorted(m.content.text for m in found.memories) == [
+        "I love hiking in the Alps",
+        "The Alps are lovely in June",
+    ]
+    assert {m.session_id for m in found.memories} == {"s1"}
+    assert {m.author for m in found.memories} == {"user", "agent"}
+    cat = await reader.search_memory(app_name=APP, user_id="u1", query="what is my CAT's name")
+    assert [(m.content.text, m.author, m.timestamp) for m in cat.memories] == [
+        ("My cat is called Tom", "user", 1000.0)
+    ]
+    # Another user's memories and other apps stay apart; queries are words, not syntax.
+    hiking = await reader.search_memory(app_name=APP, user_id="u2", query="hiking")
+    assert [m.content.text for m in hiking.memories] == ["Hiking again, in the Andes"]
+    assert (await reader.search_memory(app_name="other", user_id="u1", query="cat")).memories == []
+    for query in ("", "  ?! ", 'cat" OR "x', "NOT cat", "cat*", "a & b | !c"):
+        result = await reader.search_memory(app_name=APP, user_id="u1", query=query)
+        assert all("cat" in m.content.text.lower() for m in result.memories), query
+
+
+async def test_r5_nothing_is_remembered_unless_asked(backend: Backend) -> None:
+    memory = backend.make_memory()
+    model = ScriptedModel(["first answer about zebras", "second"])
+    runner = Runner(
+        agent=Agent(name="agent", model=model),
+        app_name=APP,
+        session_service=backend.make(),
+        memory_service=memory,
+    )
+    for text in ("tell me about zebras", "and again"):
+        async with aclosing(
+            runner.run_async(user_id="u1", session_id="s1", new_message=text)
+        ) as ev:
+            _ = [e async for e in ev]
+    assert (await memory.search_memory(app_name=APP, user_id="u1", query="zebras")).memories == []
+    assert "zebras" not in (model.requests[1].config.system_instruction or "")
+
+    session = await runner.session_service.get_session(app_name=APP, user_id="u1", session_id="s1")
+    assert session is not None
+    await memory.add_session_to_memory(session)
+    found = await memory.search_memory(app_name=APP, user_id="u1", query="zebras")
+    assert sorted(m.content.text for m in found.memories) == [
+        "first answer about zebras",
+        "tell me about zebras",
+    ]
+
+
+async def test_r5_load_memory_tool_lets_an_agent_search_memory(backend: Backend) -> None:
+    memory = backend.make_memory()
+    await memory.add_session_to_memory(
+        conversation("old", "u1", "My favourite colour is teal", "Noted: teal")
+    )
+    model = ScriptedModel(
+        [FunctionCall(name="load_memory", args={"query": "favourite colour"}), "teal"]
+    )
+    runner = Runner(
+        agent=Agent(name="agent", model=model, tools=[load_memory]),
+        app_name=APP,
+        session_service=backend.make(),
+        memory_service=memory,
+    )
+    async with aclosing(
+        runner.run_async(user_id="u1", session_id="new", new_message="what's my colour?")
+    ) as ev:
+        events = [e async for e in ev]
+    response = events[1].get_function_responses()[0].response
+    assert [m["text"] for m in response["memories"]] == ["My favourite colour is teal"]
+    assert response["memories"][0]["author"] == "user"
+    assert MEMORY_INSTRUCTION in (model.requests[0].config.system_instruction or "")
+    assert [d.name for d in model.requests[0].config.tools] == ["load_memory"]
+
+
+async def test_r5_load_memory_without_a_memory_service_is_a_tool_error() -> None:
+    model = ScriptedModel([FunctionCall(name="load_memory", args={"query": "x"}), "ok"])
+    runner = Runner(agent=Agent(name="agent", model=model, tools=[load_memory]), app_name=APP)
+    async with aclosing(runner.run_async(user_id="u1", session_id="s", new_message="hi")) as ev:
+        events = [e async for e in ev]
+    error = events[1].get_function_responses()[0].response["error"]
+    assert "memory service" in error
