@@ -207,6 +207,29 @@ async def test_tool_choice_keywords(choice: str, mode: str) -> None:
     assert exchanges.body()["toolConfig"] == {"functionCallingConfig": {"mode": mode}}
 
 
+async def test_code_execution_and_file_parts_round_trip() -> None:
+    body = reply(
+        {"executableCode": {"language": "PYTHON", "code": "print(1)"}},
+        {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1"}},
+        {"fileData": {"fileUri": "gs://b/report.pdf", "mimeType": "application/pdf"}},
+    )
+    exchanges = Exchanges(json_reply(body), json_reply(reply({"text": "done"})))
+    [first] = await collect(model(exchanges), ask(), stream=False)
+    assert first.content is not None
+    assert [p.model_dump(exclude_defaults=True) for p in first.content.parts] == [
+        {"executable_code": {"code": "print(1)"}},
+        {"code_execution_result": {"output": "1"}},
+        {"file_data": {"file_uri": "gs://b/report.pdf", "mime_type": "application/pdf"}},
+    ]
+    await collect(
+        model(exchanges), ModelRequest(contents=[Content.user("run"), first.content]), stream=False
+    )
+    parts = exchanges.body()["contents"][1]["parts"]
+    assert parts[0]["executableCode"] == {"code": "print(1)", "language": "PYTHON"}
+    assert parts[1]["codeExecutionResult"] == {"outcome": "OUTCOME_OK", "output": "1"}
+    assert "gs://b/report.pdf" in str(parts[2]["fileData"])
+
+
 def test_clean_schema_handles_nulls_refs_consts_and_numeric_enums() -> None:
     schema = {
         "type": "object",

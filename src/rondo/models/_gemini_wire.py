@@ -234,9 +234,7 @@ def _to_part(part: Part) -> types.Part | None:
     if part.executable_code is not None:
         code = part.executable_code
         return types.Part(
-            executable_code=types.ExecutableCode(
-                code=code.code, language=types.Language(code.language.upper())
-            )
+            executable_code=types.ExecutableCode(code=code.code, language=_language(code.language))
         )
     if part.code_execution_result is not None:
         result = part.code_execution_result
@@ -249,6 +247,13 @@ def _to_part(part: Part) -> types.Part | None:
     if signature is not None:
         return types.Part(thought=thought, thought_signature=signature)
     return None
+
+
+def _language(name: str) -> types.Language:
+    try:
+        return types.Language(name.upper())
+    except ValueError:
+        return types.Language.LANGUAGE_UNSPECIFIED
 
 
 def _declaration(declaration: FunctionDeclaration) -> types.FunctionDeclaration:
