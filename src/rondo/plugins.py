@@ -105,7 +105,7 @@ class Plugin:
 class PluginManager:
     """Runs one hook across the installed plugins; only plugins that override it are called."""
 
-    __slots__ = ("_hooks", "plugins")
+    __slots__ = ("_hooks", "active", "plugins")
 
     def __init__(self, plugins: Sequence[Plugin] = ()) -> None:
         names: set[str] = set()
@@ -122,6 +122,8 @@ class PluginManager:
             self._hooks[hook] = tuple(
                 getattr(p, hook) for p in self.plugins if getattr(type(p), hook) is not base
             )
+        # The hooks some plugin overrides; hot paths test membership before calling run().
+        self.active = frozenset(hook for hook, fns in self._hooks.items() if fns)
 
     def has(self, hook: str) -> bool:
         return bool(self._hooks[hook])

@@ -321,7 +321,7 @@ class Runner:
         )
         plugins = self.plugin_manager
         if message is not None or state_delta:
-            if message is not None:
+            if message is not None and "on_user_message" in plugins.active:
                 replaced = await plugins.run("on_user_message", ctx, message)
                 if replaced is not None:
                     message = ctx.user_content = replaced
@@ -346,7 +346,7 @@ class Runner:
                 user_id=user_id,
                 resumed=resumed,
             )
-        early = await plugins.run("before_run", ctx)
+        early = await plugins.run("before_run", ctx) if "before_run" in plugins.active else None
         if early is not None:
             event = Event(
                 author=self.agent.name,
@@ -364,7 +364,8 @@ class Runner:
                         item = await self._on_event(ctx, item)
                         summary.record(item)
                     yield item
-            await plugins.run("after_run", ctx)
+            if "after_run" in plugins.active:
+                await plugins.run("after_run", ctx)
 
         pending = [p for p in session.pending if p.run_id == run_id]
         if result is not None:
@@ -393,7 +394,7 @@ class Runner:
     async def _on_event(self, ctx: InvocationContext, event: Event) -> Event:
         """R1: plugins' on_event, then store (non-partial), then the caller sees it."""
         plugins = self.plugin_manager
-        if plugins.has("on_event"):
+        if "on_event" in plugins.active:
             replaced = await plugins.run("on_event", ctx, event)
             if replaced is not None:
                 event = replaced

@@ -76,8 +76,11 @@ async def _run_hooked(
     if tool.is_streaming:
         return await _run_streaming(tool, args, tctx)
     plugins = ctx.plugins
+    active = plugins.active
     try:
-        result = await plugins.run("before_tool", tool, args, tctx)
+        result = (
+            await plugins.run("before_tool", tool, args, tctx) if "before_tool" in active else None
+        )
         if result is None and agent.before_tool_callbacks:
             result = await first_result(agent.before_tool_callbacks, tool, args, tctx)
         if result is not None:
@@ -88,7 +91,11 @@ async def _run_hooked(
         return to_response(raw), None, False
     except Exception as exc:
         error = _error_text(exc)
-        recovered = await plugins.run("on_tool_error", tool, args, tctx, exc)
+        recovered = (
+            await plugins.run("on_tool_error", tool, args, tctx, exc)
+            if "on_tool_error" in active
+            else None
+        )
         if recovered is None and agent.on_tool_error_callbacks:
             recovered = await first_result(agent.on_tool_error_callbacks, tool, args, tctx, exc)
         return (to_response(recovered) if recovered is not None else {"error": error}), error, False
@@ -143,7 +150,11 @@ async def run_call(
         return CallOutcome(call, result, actions, error, _ms(started))
     plugins = ctx.plugins
     try:
-        altered = await plugins.run("after_tool", tool, args, tctx, result)
+        altered = (
+            await plugins.run("after_tool", tool, args, tctx, result)
+            if "after_tool" in plugins.active
+            else None
+        )
         if altered is None and agent.after_tool_callbacks:
             altered = await first_result(agent.after_tool_callbacks, tool, args, tctx, result)
         if altered is not None:

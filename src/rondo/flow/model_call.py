@@ -75,7 +75,9 @@ async def call_model(
 ) -> AsyncGenerator[ModelResponse, None]:
     """Yield the responses of one model call, after the hooks of SPEC M1 ran on each."""
     plugins = ctx.plugins
-    response: Any = await plugins.run("before_model", cb_ctx, request)
+    response: Any = None
+    if "before_model" in plugins.active:
+        response = await plugins.run("before_model", cb_ctx, request)
     if response is None and agent.before_model_callbacks:
         response = await first_result(agent.before_model_callbacks, cb_ctx, request)
     if response is not None:
@@ -92,7 +94,7 @@ async def call_model(
             "if the agent needs more model calls"
         )
     ctx.count_llm_call()
-    run_after = plugins.has("after_model") or bool(agent.after_model_callbacks)
+    run_after = "after_model" in plugins.active or bool(agent.after_model_callbacks)
     responses = model.generate(request, stream=ctx.run_config.streaming_mode == "sse")
     try:
         while True:
