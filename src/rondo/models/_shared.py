@@ -18,12 +18,16 @@ from rondo.errors import ModelNotFoundError
 from rondo.types import Blob, FunctionCall, FunctionResponse
 
 __all__ = [
+    "CONTENT_FILTER",
+    "MALFORMED_FUNCTION_CALL",
+    "REFUSAL",
     "CallIds",
     "PerLoop",
     "data_url",
     "dump_json",
     "env_value",
     "is_error_response",
+    "malformed_arguments_message",
     "missing_key_error",
     "parse_arguments",
 ]
@@ -31,7 +35,8 @@ __all__ = [
 T = TypeVar("T")
 
 # Error codes an adapter reports inside a ModelResponse (SPEC M5), shared so that code
-# reacting to them does not depend on the provider.
+# reacting to them does not depend on the provider. Other provider stop reasons that are
+# errors (Gemini's RECITATION, ...) are reported lower-cased.
 CONTENT_FILTER = "content_filter"
 REFUSAL = "refusal"
 MALFORMED_FUNCTION_CALL = "malformed_function_call"
