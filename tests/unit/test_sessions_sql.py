@@ -366,3 +366,34 @@ def test_sync_runner_threads_share_one_service(tmp_path: Path) -> None:
     with ThreadPoolExecutor(1) as pool:
         assert pool.submit(asyncio.run, work("two")).result() == 5
     asyncio.run(service.close())
+
+
+async def test_decoded_records_share_their_empty_parts_and_stay_equal(tmp_path: Path) -> None:
+    writer = sqlite_service(tmp_path)
+    session = await writer.create_session(app_name="a", user_id="u", session_id="s")
+    originals = [text(f"e{i}") for i in range(3)]
+    for event in originals:
+        await writer.append_event(session, event)
+    reader = sqlite_service(tmp_path)
+    loaded = await reader.get_session(app_name="a", user_id="u", session_id="s")
+    assert loaded is not None
+    assert list(loaded.events) == originals
+    first, second = loaded.events[0], loaded.events[1]
+    assert first.actions is second.actions
+    assert first.__pydantic_fields_set__ is second.__pydantic_fields_set__
+    assert first.model_dump_json() == originals[0].model_dump_json()
+    # A copy with changes is a new record and may be appended like any other.
+    copy = first.model_copy(update={"id": "copy", "actions": EventActions(state_delta={"k": 1})})
+    await reader.append_event(loaded, copy)
+    assert first.actions.is_empty()
+
+    # Changing a stored record in place is a bug the store reports instead of spreading.
+    first.actions.state_delta["oops"] = 1
+    third = sqlite_service(tmp_path)
+    try:
+        with pytest.raises(RuntimeError, match="modified in place"):
+            await third.get_session(app_name="a", user_id="u", session_id="s")
+    finally:
+        first.actions.state_delta.clear()
+    for service in (writer, reader, third):
+        await service.close()

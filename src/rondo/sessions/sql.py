@@ -29,13 +29,14 @@ from functools import partial
 from typing import Any, NoReturn
 
 import sqlalchemy as sa
+from pydantic import BaseModel
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from rondo.errors import SessionNotFoundError, StaleSessionError
-from rondo.events import Event, PendingCall
+from rondo.events import Event, EventActions, PendingCall
 from rondo.sessions._schema import SessionTables
 from rondo.sessions._sqlengine import Database, Executor, default_sqlite_url
 from rondo.sessions.base import (
@@ -114,11 +115,64 @@ class _Changed(Exception):
     """The session was deleted or re-created while it was being read."""
 
 
+def _encode_event(event: Event, postgres: bool) -> str | dict[str, Any]:
+    """The stored payload. Default values are left out: they come back as defaults, and the
+    decoded record then marks only its real fields as set (see `_compact`)."""
+    if postgres:
+        return event.model_dump(mode="json", exclude_defaults=True)
+    return event.model_dump_json(exclude_defaults=True)
+
+
 def _decode_event(payload: str | dict[str, Any]) -> Event:
     """An event from its payload: JSON text (SQLite) or the dict asyncpg decoded (PostgreSQL)."""
     if isinstance(payload, str):
-        return Event.model_validate_json(payload)
-    return Event.model_validate(payload)
+        return _compact(Event.model_validate_json(payload))
+    return _compact(Event.model_validate(payload))
+
+
+# Records are immutable (replace, never mutate: DESIGN §4), so what many decoded events hold
+# alike can be one object: an empty `EventActions`, an empty id set, the set of field names
+# pydantic keeps per model. This halves the memory of a cached history (bench/SESSIONS.md).
+_EMPTY_ACTIONS = EventActions()
+_NO_IDS: set[str] = set()
+_FIELD_SETS: dict[frozenset[str], set[str]] = {}
+
+
+def _share_fields_set(model: BaseModel) -> None:
+    names = model.__pydantic_fields_set__
+    key = frozenset(names)
+    shared = _FIELD_SETS.get(key)
+    if shared is None:
+        if len(_FIELD_SETS) >= 512:  # a handful of shapes in practice; never unbounded
+            return
+        shared = _FIELD_SETS[key] = set(names)
+    object.__setattr__(model, "__pydantic_fields_set__", shared)
+
+
+def _compact(event: Event) -> Event:
+    values = vars(event)
+    if values["actions"].is_empty():
+        values["actions"] = _EMPTY_ACTIONS
+    else:
+        _share_fields_set(values["actions"])
+    if not values["long_running_tool_ids"]:
+        values["long_running_tool_ids"] = _NO_IDS
+    _share_fields_set(event)
+    content = values["content"]
+    if content is not None:
+        _share_fields_set(content)
+        for part in content.parts:
+            _share_fields_set(part)
+    return event
+
+
+def _check_shared() -> None:
+    """Fail loudly if a stored record was changed in place (the shared empties would show it)."""
+    if _NO_IDS or not _EMPTY_ACTIONS.is_empty():
+        raise RuntimeError(
+            "a stored event was modified in place; records are immutable — build a new event "
+            "(event.model_copy(update=...)) instead"
+        )
 
 
 def _decode_pending(raw: Sequence[Any] | None) -> list[PendingCall]:
@@ -567,6 +621,8 @@ class SqlSessionService(BaseSessionService):
         if read is None:
             self._cache.pop(key, None)
             return None
+        if read.events:
+            _check_shared()
         version = read.version
         hit = entry is not None and not read.fresh and entry.version == version
         if entry is None or read.fresh:
@@ -611,9 +667,7 @@ class SqlSessionService(BaseSessionService):
             "invocation_id": event.invocation_id,
             "author": event.author,
             "ts": event.timestamp,
-            "payload": event.model_dump(mode="json")
-            if self._db.postgres
-            else event.model_dump_json(),
+            "payload": _encode_event(event, self._db.postgres),
         }
         await self._db.write(
             partial(
