@@ -8,6 +8,7 @@ from rondo.models.base import (
     ModelRequest,
     ModelResponse,
 )
+from rondo.models._retry import RetryPolicy
 from rondo.models.registry import register_provider, resolve_model
 from rondo.types import Usage
 
@@ -18,6 +19,7 @@ __all__ = [
     "ModelCapabilities",
     "ModelRequest",
     "ModelResponse",
+    "RetryPolicy",
     "Usage",
     "register_provider",
     "resolve_model",
