@@ -1,5 +1,7 @@
 """Models: the protocol, request/response data and provider adapters (loaded lazily)."""
 
+from typing import TYPE_CHECKING, Any
+
 from rondo.models.base import (
     FunctionDeclaration,
     GenerateConfig,
@@ -8,9 +10,11 @@ from rondo.models.base import (
     ModelRequest,
     ModelResponse,
 )
-from rondo.models._retry import RetryPolicy
 from rondo.models.registry import register_provider, resolve_model
 from rondo.types import Usage
+
+if TYPE_CHECKING:
+    from rondo.models._retry import RetryPolicy
 
 __all__ = [
     "FunctionDeclaration",
@@ -24,3 +28,11 @@ __all__ = [
     "register_provider",
     "resolve_model",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RetryPolicy":  # loaded on use: only provider adapters need it
+        from rondo.models._retry import RetryPolicy
+
+        return RetryPolicy
+    raise AttributeError(f"module 'rondo.models' has no attribute {name!r}")
