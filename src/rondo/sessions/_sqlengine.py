@@ -254,8 +254,8 @@ class Database:
         self._compiled: dict[int, tuple[Any, _Compiled]] = {}
         if self.postgres:
             self._async = create_async_engine(parsed, **engine_kwargs)
-            # Single-statement reads need no BEGIN/ROLLBACK round trips.
-            self._reader = self._async.execution_options(isolation_level="AUTOCOMMIT")
+            # Single statements need no BEGIN/COMMIT round trips.
+            self._autocommit = self._async.execution_options(isolation_level="AUTOCOMMIT")
         else:
             connect_args = dict(engine_kwargs.pop("connect_args", None) or {})
             connect_args.setdefault("timeout", 30.0)
@@ -275,7 +275,7 @@ class Database:
     async def read(self, fn: Callable[[Executor], T]) -> T:
         """Run `fn` for reading. On PostgreSQL each statement stands alone (no snapshot)."""
         if self._async is not None:
-            async with self._reader.connect() as conn:
+            async with self._autocommit.connect() as conn:
                 return await conn.run_sync(lambda c: fn(_SaExecutor(c)))
         inline = self._inline_connection()
         if inline is not None:
@@ -285,9 +285,16 @@ class Database:
                 pass
         return await self._in_thread(partial(self._run_raw_thread, fn, "BEGIN"))
 
-    async def write(self, fn: Callable[[Executor], T]) -> T:
-        """Run `fn` in one transaction: committed if it returns, rolled back if it raises."""
+    async def write(self, fn: Callable[[Executor], T], *, single: bool = False) -> T:
+        """Run `fn` in one transaction: committed if it returns, rolled back if it raises.
+
+        `single`: `fn` changes the database with one statement (atomic by itself), so on
+        PostgreSQL it runs without BEGIN/COMMIT round trips.
+        """
         if self._async is not None:
+            if single:
+                async with self._autocommit.connect() as conn:
+                    return await conn.run_sync(lambda c: fn(_SaExecutor(c)))
             async with self._async.begin() as conn:
                 return await conn.run_sync(lambda c: fn(_SaExecutor(c)))
         inline = self._inline_connection()

@@ -314,7 +314,14 @@ class SqlSessionService(BaseSessionService):
             "version": sa.bindparam("new_version", type_=sa.Integer()),
             "update_time": sa.bindparam("ts", type_=sa.Float()),
         }
-        state = {"state": sa.bindparam("state", type_=s.c.state.type)}
+        state_delta = sa.bindparam("state", type_=s.c.state.type)
+        # PostgreSQL merges the session delta itself (JSONB `||`); SQLite is handed the merged
+        # state, computed from the state this process knows at the handle's version.
+        state = {
+            "state": s.c.state.op("||", return_type=s.c.state.type)(state_delta)
+            if self._db.postgres
+            else state_delta
+        }
         pending = {"pending": sa.bindparam("pending", type_=s.c.pending.type)}
         self._updates = {
             (False, False): guarded.values(moved),
@@ -322,6 +329,27 @@ class SqlSessionService(BaseSessionService):
             (False, True): guarded.values({**moved, **pending}),
             (True, True): guarded.values({**moved, **state, **pending}),
         }
+        # PostgreSQL, no app/user delta: guard, version bump and event insert in one
+        # statement — one round trip, atomic without a transaction. The insert selects
+        # from the update, so it inserts nothing when the guard fails.
+        self._pg_appends: dict[tuple[bool, bool], sa.Executable] = {}
+        if self._db.postgres:
+            columns = ["app_name", "user_id", "session_id", "seq", "id"]
+            columns += ["invocation_id", "author", "timestamp", "payload"]
+            for key, update in self._updates.items():
+                bumped = update.returning(s.c.version).cte("bumped")
+                row = sa.select(
+                    app,
+                    user,
+                    sid,
+                    sa.bindparam("seq", type_=sa.Integer()),
+                    sa.bindparam("event_id", type_=sa.String()),
+                    sa.bindparam("invocation_id", type_=sa.String()),
+                    sa.bindparam("author", type_=sa.String()),
+                    sa.bindparam("ts", type_=sa.Float()),
+                    sa.bindparam("payload", type_=e.c.payload.type),
+                ).select_from(bumped)
+                self._pg_appends[key] = e.insert().from_select(columns, row)
         self._delete_events = e.delete().where(where_events)
         self._delete_session = s.delete().where(where_session)
         self._insert_session = s.insert().values(
@@ -510,22 +538,33 @@ class SqlSessionService(BaseSessionService):
         values: _Params = {**params, "old_version": read_at, "new_version": read_at + 1}
         values["ts"] = event_row["ts"]
         if sess:
-            if base is None:  # this process has not seen the state at `read_at`: read it
-                row = conn.execute(self._q_version_state, params).first()
-                _refuse(params["sid"], None if row is None else row[0], read_at)
-                assert row is not None
-                base = row[1]
-            values["state"] = {**(base or {}), **sess}
+            if self._db.postgres:
+                values["state"] = sess  # merged by the statement
+            else:
+                if base is None:  # this process has not seen the state at `read_at`: read it
+                    row = conn.execute(self._q_version_state, params).first()
+                    _refuse(params["sid"], None if row is None else row[0], read_at)
+                    assert row is not None
+                    base = row[1]
+                values["state"] = {**(base or {}), **sess}
         if pending is not None:
             values["pending"] = pending
-        result = conn.execute(self._updates[bool(sess), pending is not None], values)
-        if result.rowcount != 1:
-            stored = conn.execute(self._q_version, params).scalar()
-            _refuse(params["sid"], stored, read_at)
-            _raise_stale(params["sid"], read_at, read_at)  # the row vanished and came back
+        key = (bool(sess), pending is not None)
+        if self._db.postgres and not app and not user:
+            values.update(event_row, seq=read_at)
+            if conn.execute(self._pg_appends[key], values).rowcount != 1:
+                self._refuse_append(conn, params, read_at)
+            return
+        if conn.execute(self._updates[key], values).rowcount != 1:
+            self._refuse_append(conn, params, read_at)
         conn.execute(self._insert_event, {**params, **event_row, "seq": read_at})
         if app or user:
             self._merge_scopes(conn, params, app, user)
+
+    def _refuse_append(self, conn: Executor, params: _Params, read_at: int) -> NoReturn:
+        stored = conn.execute(self._q_version, params).scalar()
+        _refuse(params["sid"], stored, read_at)
+        _raise_stale(params["sid"], read_at, read_at)  # the row vanished and came back
 
     def _delete_tx(self, conn: Executor, params: _Params) -> None:
         conn.execute(self._delete_events, params)
@@ -682,7 +721,8 @@ class SqlSessionService(BaseSessionService):
                 else [p.model_dump(mode="json") for p in pending],
                 app=app,
                 user=user,
-            )
+            ),
+            single=not app and not user,  # see _pg_appends
         )
         self._after_commit(session, event, self._cache.get(key), pending, sess)
         return event
