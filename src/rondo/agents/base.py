@@ -137,6 +137,7 @@ class BaseAgent:
             invocation_id=ctx.invocation_id,
             run_id=ctx.run_id,
             branch=ctx.branch,
+            isolation_scope=ctx.isolation_scope,
             content=content,
             actions=cb_ctx.actions,
         )
