@@ -1,0 +1,314 @@
+"""Prompt, grammar and output format of the local model (`rondo.models.local`).
+
+Pure functions, no llama.cpp import: what a turn may produce (a plan), the chat messages for
+it, the GBNF grammar that constrains the output, and how the output becomes parts.
+
+Tool calls use the format SmolLM2-Instruct was fine-tuned on for function calling (its model
+card): a system prompt listing the tools in `<tools>…</tools>` and an answer of the form
+`<tool_call>[{"name": …, "arguments": {…}}]</tool_call>`, where an empty list means "no call".
+Measured on SmolLM2-135M, this format under a grammar picks the right tool with the right
+arguments far more often than a JSON `{"tool" | "answer"}` choice (10/10 vs 7/10 on ten weather
+questions), and a free choice between a call and plain text almost never calls (0/10).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+from rondo.errors import ConfigurationError
+from rondo.models.base import FunctionDeclaration, ModelRequest
+from rondo.types import Content, FunctionCall
+
+__all__ = [
+    "ANSWER_DEMO",
+    "CALL_CLOSE",
+    "CALL_OPEN",
+    "NO_CALL_TEXT",
+    "TurnPlan",
+    "call_grammar",
+    "parse_calls",
+    "plan_turn",
+    "render_messages",
+]
+
+CALL_OPEN = "<tool_call>["
+CALL_CLOSE = "]</tool_call>"
+# Text that does not start like a tool call (nor with blank space).
+NO_CALL_TEXT = r"root ::= [^<\x00-\x20] [^\x00]*"
+
+# SmolLM2's function-calling system prompt, as in its training data (APIGen via smol-smoltalk).
+_TOOLS_PROMPT = """\
+You are an expert in composing functions. You are given a question and a set of possible \
+functions. Based on the question, you will need to make one or more function/tool calls to \
+achieve the purpose. If none of the functions can be used, point it out and refuse to answer. \
+If the given question lacks the parameters required by the function, also point it out.
+
+You have access to the following tools:
+<tools>{tools}</tools>
+
+The output MUST strictly adhere to the following format, and NO other text MUST be included.
+The example format is as follows. Please make sure the parameter type is correct. If no \
+function call is needed, please make the tool calls an empty list '[]'.
+<tool_call>[
+{{"name": "func_name1", "arguments": {{"argument1": "value1", "argument2": "value2"}}}},
+... (more tool calls as required)
+]</tool_call>"""
+
+Mode = Literal["text", "calls", "maybe_calls"]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnPlan:
+    """What one model turn may produce.
+
+    `text`: an answer (JSON matching `response_schema` when one is set); `calls`: at least one
+    call to `tools`; `maybe_calls`: calls or an empty list, which then leads to a text turn.
+    """
+
+    mode: Mode
+    tools: tuple[FunctionDeclaration, ...] = ()
+    # The turn answers from tool results that just came in (the latest content).
+    after_results: bool = False
+
+
+def _ends_with_tool_results(contents: Sequence[Content]) -> bool:
+    if not contents:
+        return False
+    return any(part.function_response is not None for part in contents[-1].parts)
+
+
+def plan_turn(request: ModelRequest, *, answer_after_tool: bool) -> TurnPlan:
+    """The plan for `request`, from its tools and `tool_choice`.
+
+    `"auto"` (or unset) lets the model choose, except right after tool results when
+    `answer_after_tool` is set: a small model that may call again tends to repeat the call
+    instead of reading its result, so the turn after a result is an answer.
+    """
+    declarations = tuple(request.config.tools)
+    choice = request.config.tool_choice or "auto"
+    after_results = _ends_with_tool_results(request.contents)
+    if not declarations or choice == "none":
+        return TurnPlan("text", after_results=after_results)
+    if choice == "required":
+        return TurnPlan("calls", declarations)
+    if choice != "auto":
+        chosen = tuple(d for d in declarations if d.name == choice)
+        if not chosen:
+            names = ", ".join(d.name for d in declarations)
+            raise ConfigurationError(
+                f"tool_choice={choice!r} names no declared tool (declared: {names})"
+            )
+        return TurnPlan("calls", chosen)
+    if answer_after_tool and after_results:
+        return TurnPlan("text", after_results=True)
+    return TurnPlan("maybe_calls", declarations)
+
+
+# -- messages -----------------------------------------------------------------------------------
+
+
+def _dump(value: Any) -> str:
+    # Non-ASCII kept as is: a small model copies "18°C" far better than "18\u00b0C".
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _calls_text(calls: Sequence[FunctionCall]) -> str:
+    items = ", ".join(_dump({"name": c.name, "arguments": c.args}) for c in calls)
+    return f"{CALL_OPEN}{items}{CALL_CLOSE}"
+
+
+def _content_messages(content: Content) -> Iterator[dict[str, str]]:
+    texts: list[str] = []
+    calls: list[FunctionCall] = []
+    results: list[str] = []
+    for part in content.parts:
+        if part.thought:
+            continue  # thoughts are the model's scratch work, never replayed
+        if part.text:
+            texts.append(part.text)
+        if part.function_call is not None:
+            calls.append(part.function_call)
+        if part.function_response is not None:
+            response = part.function_response
+            results.append(f"Result of {response.name}: {_dump(response.response)}")
+    role = "assistant" if content.role == "model" else "user"
+    if role == "assistant":
+        if calls:
+            texts.append(_calls_text(calls))
+        if texts:
+            yield {"role": role, "content": "\n".join(texts)}
+        return
+    # A tool result is shown as a user message: the model has no tool role in its training,
+    # and measured answers quote a result given this way most faithfully.
+    if results:
+        yield {"role": "user", "content": "\n".join(results)}
+    if texts:
+        yield {"role": "user", "content": "\n".join(texts)}
+
+
+def _tools_listing(tools: Sequence[FunctionDeclaration]) -> str:
+    return _dump(
+        [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
+    )
+
+
+# One worked exchange shown before a turn that answers from tool results. Without it, SmolLM2-135M
+# often comments on the result ("The report you provided is...") instead of using it: answers
+# containing the tool's value went from 6/10 to 10/10 on the weather benchmark. The answer's
+# shape is copied (an order-status demo made it write "Your order ... in Oslo"), so it is a
+# plain "<subject> is <value>" sentence on a topic unlike common tools.
+ANSWER_DEMO: tuple[dict[str, str], ...] = (
+    {"role": "user", "content": "How tall is Mount Fuji?"},
+    {
+        "role": "assistant",
+        "content": f'{CALL_OPEN}{{"name": "elevation", "arguments": {{"place": "Mount Fuji"}}}}'
+        f"{CALL_CLOSE}",
+    },
+    {"role": "user", "content": 'Result of elevation: {"height": "3,776 m"}'},
+    {"role": "assistant", "content": "Mount Fuji is 3,776 m tall."},
+)
+
+
+def render_messages(
+    request: ModelRequest, plan: TurnPlan, *, answer_demo: bool = True
+) -> list[dict[str, str]]:
+    """The chat messages for `plan`: system (instruction, and the tools when it may call)
+    and the contents, with calls and results written in the model's tool-call format.
+
+    `answer_demo` puts `ANSWER_DEMO` before the contents of a turn that answers from results.
+    """
+    system = request.config.system_instruction or ""
+    if plan.mode != "text":
+        tools = _TOOLS_PROMPT.format(tools=_tools_listing(plan.tools))
+        system = f"{system}\n\n{tools}" if system else tools
+    messages: list[dict[str, str]] = []
+    if system:
+        messages.append({"role": "system", "content": system})
+    if answer_demo and plan.mode == "text" and plan.after_results:
+        messages.extend(dict(m) for m in ANSWER_DEMO)
+    for content in request.contents:
+        messages.extend(_content_messages(content))
+    return messages
+
+
+# -- grammar ------------------------------------------------------------------------------------
+
+_DEFS_KEYS = ("$defs", "definitions")
+
+
+def _namespaced(schema: dict[str, Any], prefix: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`schema` without its local definitions, refs renamed to `prefix`-ed top-level ones.
+
+    Each tool's parameters are nested in one combined schema, where `#/$defs/X` would resolve
+    against the combined root; moving every tool's definitions there under its own prefix
+    keeps two tools' `X` apart.
+    """
+    schema = copy.deepcopy(schema)
+    defs: dict[str, Any] = {}
+    for key in _DEFS_KEYS:
+        found = schema.pop(key, None)
+        if isinstance(found, dict):
+            for name, value in cast(dict[str, Any], found).items():
+                defs[f"{prefix}{name}"] = value
+
+    def rename(node: Any) -> None:
+        if isinstance(node, dict):
+            mapping = cast(dict[str, Any], node)
+            ref = mapping.get("$ref")
+            if isinstance(ref, str):
+                for key in _DEFS_KEYS:
+                    head = f"#/{key}/"
+                    if ref.startswith(head):
+                        mapping["$ref"] = f"#/$defs/{prefix}{ref[len(head) :]}"
+            for value in mapping.values():
+                rename(value)
+        elif isinstance(node, list):
+            for item in cast(list[Any], node):
+                rename(item)
+
+    rename(schema)
+    for value in defs.values():
+        rename(value)
+    return schema, defs
+
+
+def _call_schema(tools: Sequence[FunctionDeclaration]) -> dict[str, Any]:
+    alternatives: list[dict[str, Any]] = []
+    all_defs: dict[str, Any] = {}
+    for index, tool in enumerate(tools):
+        parameters, defs = _namespaced(tool.parameters, f"t{index}-")
+        all_defs.update(defs)
+        alternatives.append(
+            {
+                "type": "object",
+                "properties": {"name": {"const": tool.name}, "arguments": parameters},
+                "required": ["name", "arguments"],
+            }
+        )
+    schema: dict[str, Any] = {"oneOf": alternatives}
+    if all_defs:
+        schema["$defs"] = all_defs
+    return schema
+
+
+def _renamed_root(gbnf: str, name: str) -> str:
+    lines = gbnf.splitlines()
+    return "\n".join(
+        f"{name} ::= {line[8:]}" if line.startswith("root ::= ") else line for line in lines
+    )
+
+
+def call_grammar(
+    tools: Sequence[FunctionDeclaration], *, required: bool, max_calls: int, to_gbnf: Any
+) -> str:
+    """A GBNF grammar for `<tool_call>[call, …]</tool_call>` with up to `max_calls` calls to
+    `tools`, each a JSON object whose arguments match the tool's parameter schema.
+
+    `to_gbnf` converts a JSON schema to GBNF (llama.cpp's converter); a tool whose parameters
+    it cannot convert gets a plain JSON object for arguments (rondo validates them anyway).
+    """
+    try:
+        call_rules = to_gbnf(json.dumps(_call_schema(tools)))
+    except Exception:
+        loose = [t.model_copy(update={"parameters": {"type": "object"}}) for t in tools]
+        call_rules = to_gbnf(json.dumps(_call_schema(loose)))
+    more = ' ("," " "? rondo-call)?' * max(max_calls - 1, 0)
+    calls = f"rondo-call{more}"
+    body = calls if required else f"({calls})?"
+    root = f'root ::= "{CALL_OPEN}" {body} "{CALL_CLOSE}"'
+    return f"{root}\n{_renamed_root(call_rules, 'rondo-call')}\n"
+
+
+# -- output -------------------------------------------------------------------------------------
+
+
+def parse_calls(text: str, tools: Sequence[FunctionDeclaration]) -> list[FunctionCall] | None:
+    """The calls in a complete `<tool_call>[…]</tool_call>` answer (identical ones once), or
+    None when the text is not one (cut off by the token limit)."""
+    body = text.strip()
+    if not (body.startswith(CALL_OPEN) and body.endswith(CALL_CLOSE)):
+        return None
+    try:
+        items = json.loads(body[len(CALL_OPEN) - 1 : len(body) - len(CALL_CLOSE) + 1], strict=False)
+    except json.JSONDecodeError:
+        return None
+    known = {t.name for t in tools}
+    calls: list[FunctionCall] = []
+    seen: set[str] = set()
+    for item in cast(list[Any], items):
+        if not isinstance(item, dict):
+            return None
+        entry = cast(dict[str, Any], item)
+        name, args = entry.get("name"), entry.get("arguments")
+        if name not in known or not isinstance(args, dict):
+            return None
+        # A small model under greedy decoding may repeat a call; running it twice helps no one.
+        key = _dump([name, args])
+        if key not in seen:
+            seen.add(key)
+            calls.append(FunctionCall(name=cast(str, name), args=cast(dict[str, Any], args)))
+    return calls
