@@ -24,10 +24,10 @@ from rondo.models.base import FunctionDeclaration, ModelRequest
 from rondo.types import Content, FunctionCall
 
 __all__ = [
-    "ANSWER_DEMO",
     "CALL_CLOSE",
     "CALL_OPEN",
     "NO_CALL_TEXT",
+    "TOOL_DEMO",
     "TurnPlan",
     "call_grammar",
     "parse_calls",
@@ -71,8 +71,6 @@ class TurnPlan:
 
     mode: Mode
     tools: tuple[FunctionDeclaration, ...] = ()
-    # The turn answers from tool results that just came in (the latest content).
-    after_results: bool = False
 
 
 def _ends_with_tool_results(contents: Sequence[Content]) -> bool:
@@ -90,9 +88,8 @@ def plan_turn(request: ModelRequest, *, answer_after_tool: bool) -> TurnPlan:
     """
     declarations = tuple(request.config.tools)
     choice = request.config.tool_choice or "auto"
-    after_results = _ends_with_tool_results(request.contents)
     if not declarations or choice == "none":
-        return TurnPlan("text", after_results=after_results)
+        return TurnPlan("text")
     if choice == "required":
         return TurnPlan("calls", declarations)
     if choice != "auto":
@@ -103,8 +100,8 @@ def plan_turn(request: ModelRequest, *, answer_after_tool: bool) -> TurnPlan:
                 f"tool_choice={choice!r} names no declared tool (declared: {names})"
             )
         return TurnPlan("calls", chosen)
-    if answer_after_tool and after_results:
-        return TurnPlan("text", after_results=True)
+    if answer_after_tool and _ends_with_tool_results(request.contents):
+        return TurnPlan("text")
     return TurnPlan("maybe_calls", declarations)
 
 
@@ -156,12 +153,13 @@ def _tools_listing(tools: Sequence[FunctionDeclaration]) -> str:
     )
 
 
-# One worked exchange shown before a turn that answers from tool results. Without it, SmolLM2-135M
-# often comments on the result ("The report you provided is...") instead of using it: answers
-# containing the tool's value went from 6/10 to 10/10 on the weather benchmark. The answer's
-# shape is copied (an order-status demo made it write "Your order ... in Oslo"), so it is a
-# plain "<subject> is <value>" sentence on a topic unlike common tools.
-ANSWER_DEMO: tuple[dict[str, str], ...] = (
+# One worked exchange (question, call, result, answer that uses the result), shown before the
+# conversation whenever tools are declared. Without it SmolLM2-135M often comments on a result
+# ("The report you provided is...") instead of using it: answers containing the tool's value
+# went from 6/10 to 10/10 on the weather benchmark, calls stayed 10/10. Its answer's shape is
+# copied (an order-status demo made it write "Your order ... in Oslo"), so it is a plain
+# "<subject> is <value>" sentence on a topic unlike common tools.
+TOOL_DEMO: tuple[dict[str, str], ...] = (
     {"role": "user", "content": "How tall is Mount Fuji?"},
     {
         "role": "assistant",
@@ -173,23 +171,25 @@ ANSWER_DEMO: tuple[dict[str, str], ...] = (
 )
 
 
-def render_messages(
-    request: ModelRequest, plan: TurnPlan, *, answer_demo: bool = True
-) -> list[dict[str, str]]:
-    """The chat messages for `plan`: system (instruction, and the tools when it may call)
-    and the contents, with calls and results written in the model's tool-call format.
+def render_messages(request: ModelRequest, *, demo: bool = True) -> list[dict[str, str]]:
+    """The chat messages of `request`: the system instruction, with the tools when there are
+    any (then `TOOL_DEMO` too, if `demo`), and the contents, with calls and results in the
+    model's tool-call format.
 
-    `answer_demo` puts `ANSWER_DEMO` before the contents of a turn that answers from results.
+    Every turn of a request with tools gets the same system prompt and demo, whatever it may
+    produce (the grammar decides that): the next turn then shares the whole prefix with the
+    last one and llama.cpp reuses its evaluation, instead of re-reading ~450 tokens.
     """
     system = request.config.system_instruction or ""
-    if plan.mode != "text":
-        tools = _TOOLS_PROMPT.format(tools=_tools_listing(plan.tools))
-        system = f"{system}\n\n{tools}" if system else tools
+    tools = request.config.tools
+    if tools:
+        listing = _TOOLS_PROMPT.format(tools=_tools_listing(tools))
+        system = f"{system}\n\n{listing}" if system else listing
     messages: list[dict[str, str]] = []
     if system:
         messages.append({"role": "system", "content": system})
-    if answer_demo and plan.mode == "text" and plan.after_results:
-        messages.extend(dict(m) for m in ANSWER_DEMO)
+    if tools and demo:
+        messages.extend(dict(m) for m in TOOL_DEMO)
     for content in request.contents:
         messages.extend(_content_messages(content))
     return messages

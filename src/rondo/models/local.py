@@ -257,9 +257,9 @@ class LocalModel:
 
     Deterministic by default (temperature 0). `max_output_tokens` bounds a turn unless the
     request's config sets its own. `answer_after_tool`: under `tool_choice="auto"`, the turn
-    right after tool results answers in text instead of calling again. `answer_demo`: such a
-    turn is shown one worked exchange first (call, result, answer that uses it), which a 135M
-    model needs to answer from the result rather than about it. `max_parallel_calls`
+    right after tool results answers in text instead of calling again. `tool_demo`: with tools,
+    the model is first shown one worked exchange (call, result, answer that uses the result),
+    which a 135M model needs to answer from a result rather than about it. `max_parallel_calls`
     bounds the calls of one turn. The weights load on first use and are shared by every
     `LocalModel` of the same file in the process.
     """
@@ -273,7 +273,7 @@ class LocalModel:
         n_threads: int | None = None,
         max_output_tokens: int = 256,
         answer_after_tool: bool = True,
-        answer_demo: bool = True,
+        tool_demo: bool = True,
         max_parallel_calls: int = 4,
     ) -> None:
         if importlib.util.find_spec("llama_cpp") is None:
@@ -288,7 +288,7 @@ class LocalModel:
         self.n_threads = n_threads
         self.max_output_tokens = max_output_tokens
         self.answer_after_tool = answer_after_tool
-        self.answer_demo = answer_demo
+        self.tool_demo = tool_demo
         self.max_parallel_calls = max(max_parallel_calls, 1)
         # A response schema constrains the answer through the same grammar as tool calls.
         self.capabilities = ModelCapabilities(
@@ -307,7 +307,7 @@ class LocalModel:
         sampling = _Sampling.from_config(request.config, self.max_output_tokens)
         aggregator = StreamAggregator() if stream else None
         if plan.mode == "text":
-            turn = self._text_turn(engine, request, plan, sampling, aggregator, Usage())
+            turn = self._text_turn(engine, request, sampling, aggregator, Usage())
         else:
             turn = self._call_turn(engine, request, plan, sampling, aggregator)
         async with contextlib.aclosing(turn) as responses:
@@ -330,7 +330,7 @@ class LocalModel:
         )
         done = await _complete(
             engine,
-            render_messages(request, plan, answer_demo=self.answer_demo),
+            render_messages(request, demo=self.tool_demo),
             sampling,
             grammar,
             None,
@@ -338,9 +338,7 @@ class LocalModel:
         calls = parse_calls(done.text, plan.tools)
         if calls == []:
             # The model chose not to call a tool: answer in text, without the tool prompt.
-            answer = self._text_turn(
-                engine, request, TurnPlan("text"), sampling, aggregator, done.usage()
-            )
+            answer = self._text_turn(engine, request, sampling, aggregator, done.usage())
             async with contextlib.aclosing(answer) as responses:
                 async for response in responses:
                     yield response
@@ -375,7 +373,6 @@ class LocalModel:
         self,
         engine: _Engine,
         request: ModelRequest,
-        plan: TurnPlan,
         sampling: _Sampling,
         aggregator: StreamAggregator | None,
         earlier: Usage,
@@ -389,7 +386,7 @@ class LocalModel:
             grammar = NO_CALL_TEXT
         else:
             grammar = None
-        messages = render_messages(request, plan, answer_demo=self.answer_demo)
+        messages = render_messages(request, demo=self.tool_demo)
         if aggregator is None:
             done = await _complete(engine, messages, sampling, grammar, None)
             yield _text_response(done, earlier)
