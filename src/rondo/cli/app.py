@@ -3,24 +3,40 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
-import importlib.util
 import sys
-from pathlib import Path
-from typing import Annotated, Any
+import uuid
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from rondo._version import __version__
+from rondo.cli.loading import CliError, load_agent, open_session_service, override_model
+from rondo.cli.render import JsonLinesRenderer, LiveRenderer
+from rondo.errors import RondoError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="rondo: run LLM agents.")
-console = Console()
+if TYPE_CHECKING:
+    from rondo.agents.base import BaseAgent
+    from rondo.sessions.base import BaseSessionService
+
+__all__ = ["app", "main"]
+
+# No locals in tracebacks: they may hold API keys.
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="rondo: run LLM agents.",
+    pretty_exceptions_show_locals=False,
+)
+
+_USER_ID = "user"
+_EXIT_WORDS = {"exit", "quit", ":q"}
 
 
 def _version(value: bool) -> None:
     if value:
-        console.print(f"rondo {__version__}")
+        typer.echo(f"rondo {__version__}")
         raise typer.Exit()
 
 
@@ -33,55 +49,147 @@ def _root(
     """rondo: a runtime for LLM agents."""
 
 
-def load_agent(path: str) -> Any:
-    """`root_agent` from a Python file, a package directory or a module name."""
-    target = Path(path)
-    if target.is_dir() and (target / "agent.py").exists():
-        target = target / "agent.py"
-    if target.suffix == ".py" and target.exists():
-        sys.path.insert(0, str(target.parent.resolve()))
-        spec = importlib.util.spec_from_file_location(f"_rondo_agent_{target.stem}", target)
-        if spec is None or spec.loader is None:
-            raise typer.BadParameter(f"cannot load {path}")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    else:
-        module = importlib.import_module(path)
-    agent = getattr(module, "root_agent", None)
-    if agent is None:
-        raise typer.BadParameter(f"{path} defines no `root_agent`")
-    return agent
+class _Session:
+    """One agent, one store, one session: what every message of a `rondo run` goes through."""
+
+    def __init__(
+        self,
+        agent: BaseAgent,
+        service: BaseSessionService,
+        store: str,
+        session_id: str,
+        jsonl: bool,
+    ) -> None:
+        from rondo.runner import Runner
+
+        self.agent = agent
+        self.service = service
+        self.store = store
+        self.session_id = session_id
+        self.jsonl = jsonl
+        self.out = Console(soft_wrap=True, highlight=False)
+        self.runner = Runner(agent=agent, app_name=agent.name, session_service=service)
+
+    async def send(self, message: str) -> None:
+        renderer = (
+            JsonLinesRenderer(self.out) if self.jsonl else LiveRenderer(self.out, self.agent.name)
+        )
+        stream = self.runner.stream_async(
+            user_id=_USER_ID, session_id=self.session_id, new_message=message
+        )
+        try:
+            async for event in stream:
+                renderer.show(event)
+        finally:
+            await stream.aclose()
+            renderer.close()
+
+    async def close(self) -> None:
+        await self.service.close()
 
 
-async def _run_once(agent: Any, message: str) -> None:
-    from rondo import Runner
-    from rondo.lifecycle import ReasonDelta, RunEnd, ToolCallEnd, ToolCallStart
+async def _one_message(session: _Session, message: str) -> None:
+    try:
+        await session.send(message)
+    finally:
+        await session.close()
+    if not session.jsonl and session.store != "memory":
+        session.out.print(
+            f"[dim]session {session.session_id} in {escape(session.store)} "
+            f"(--session {session.session_id} continues it)[/]"
+        )
 
-    runner = Runner(agent=agent, app_name=agent.name)
-    async for event in runner.stream_async(user_id="cli", session_id="cli", new_message=message):
-        if isinstance(event, ReasonDelta) and event.text:
-            console.print(event.text, end="", style="dim" if event.is_thinking else None)
-        elif isinstance(event, ToolCallStart):
-            console.print(f"\n[cyan]→ {event.tool_name}[/]({event.args})")
-        elif isinstance(event, ToolCallEnd):
-            shown = event.error or event.result
-            console.print(
-                f"[cyan]← {event.tool_name}[/] {shown} [dim]({event.duration_ms:.0f} ms)[/]"
-            )
-        elif isinstance(event, RunEnd):
-            console.print(f"\n[bold]{event.text}[/]")
+
+async def _chat(session: _Session, errors: Console) -> None:
+    """Read a message, run it, repeat, until EOF or `exit`."""
+    out = session.out
+    out.print(
+        f"[dim]chatting with {escape(session.agent.name)} — session {session.session_id}; "
+        "Ctrl-D or 'exit' to leave[/]"
+    )
+    try:
+        while True:
+            try:
+                message = await asyncio.to_thread(out.input, "[bold green]you ›[/] ")
+            except EOFError:
+                out.print()
+                return
+            if message.strip().lower() in _EXIT_WORDS:
+                return
+            if not message.strip():
+                continue
+            try:
+                await session.send(message)
+            except RondoError as exc:  # the chat goes on: the next message may work
+                errors.print(f"[red]error:[/] {escape(_describe(exc))}")
+    finally:
+        await session.close()
+
+
+def _stdin_is_tty() -> bool:
+    return sys.stdin.isatty()
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
 
 
 @app.command()
 def run(
-    path: Annotated[str, typer.Argument(help="Agent file, directory or module (root_agent).")],
+    path: Annotated[
+        str, typer.Argument(help="Agent: a .py file, a directory with agent.py, or a module.")
+    ],
     message: Annotated[
-        str, typer.Argument(help="The message to send.")
-    ] = "What's the weather in Hangzhou?",
+        str | None,
+        typer.Argument(help="The message to send; omit it to chat (or to read it from stdin)."),
+    ] = None,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Session id to use or continue.")
+    ] = None,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="Session store: a SQLAlchemy URL, a SQLite file path, or 'memory' "
+            "(default: .rondo/sessions.db).",
+        ),
+    ] = None,
+    jsonl: Annotated[
+        bool, typer.Option("--jsonl", help="Print the lifecycle events as JSON lines only.")
+    ] = False,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="Model string overriding the agent's, e.g. local:smollm2."),
+    ] = None,
 ) -> None:
-    """Run one message through an agent."""
-    asyncio.run(_run_once(load_agent(path), message))
+    """Run a message through an agent (`root_agent`), or chat with it."""
+    errors = Console(stderr=True, soft_wrap=True, highlight=False)
+    try:
+        agent = load_agent(path)
+        if model is not None:
+            from rondo.models.registry import resolve_model
+
+            override_model(agent, resolve_model(model))
+        interactive = message is None and _stdin_is_tty() and not jsonl
+        if message is None and not interactive:
+            message = sys.stdin.read().strip()
+            if not message:
+                raise CliError("no message: pass MESSAGE, pipe one on stdin, or run in a terminal")
+        service, store = open_session_service(db)
+        chat = _Session(agent, service, store, session or uuid.uuid4().hex[:12], jsonl)
+        if message is None:
+            asyncio.run(_chat(chat, errors))
+        else:
+            asyncio.run(_one_message(chat, message))
+    except (CliError, RondoError) as exc:
+        shown = str(exc) if isinstance(exc, CliError) else _describe(exc)
+        errors.print(f"[red]error:[/] {escape(shown)}")
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        errors.print("[yellow]interrupted[/]")
+        raise typer.Exit(130) from None
 
 
 def main() -> None:
+    """The `rondo` console script."""
     app()

@@ -1,0 +1,131 @@
+"""Finding the agent `rondo run` runs, and the session store it keeps sessions in."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from rondo.agents.base import BaseAgent
+
+if TYPE_CHECKING:
+    from rondo.models.base import Model
+    from rondo.sessions.base import BaseSessionService
+
+__all__ = ["CliError", "load_agent", "open_session_service", "override_model"]
+
+
+class CliError(Exception):
+    """A problem the command reports in one line (bad path, agent that does not load...)."""
+
+
+def _exec_module(name: str, file: Path, *, package_dir: Path | None = None) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        name,
+        file,
+        submodule_search_locations=[str(package_dir)] if package_dir is not None else None,
+    )
+    if spec is None or spec.loader is None:
+        raise CliError(f"cannot load {file}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _module_for(path: str) -> ModuleType:
+    target = Path(path)
+    if target.is_dir():
+        agent_file = target / "agent.py"
+        if not agent_file.is_file():
+            raise CliError(f"{path} is a directory without an agent.py")
+        # Like running a script there: its sibling modules are importable.
+        sys.path.insert(0, str(target.resolve()))
+        if (target / "__init__.py").is_file():
+            # Loaded as a package under a private name, so relative imports work and the
+            # directory's name cannot clash with an installed module.
+            package = f"_rondo_app_{target.resolve().name}"
+            sys.modules.pop(f"{package}.agent", None)  # a fresh load, even in a test run
+            _exec_module(package, target / "__init__.py", package_dir=target.resolve())
+            return importlib.import_module(f"{package}.agent")
+        return _exec_module(f"_rondo_app_{target.resolve().name}", agent_file)
+    if target.suffix == ".py":
+        if not target.is_file():
+            raise CliError(f"no such file: {path}")
+        sys.path.insert(0, str(target.resolve().parent))
+        return _exec_module(f"_rondo_app_{target.stem}", target)
+    if not path.replace(".", "").replace("_", "").isalnum():
+        raise CliError(f"no such file or directory: {path}")
+    try:
+        module = importlib.import_module(path)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and path.startswith(exc.name):
+            raise CliError(
+                f"no agent at {path!r}: not a .py file, a directory with agent.py, "
+                "or an importable module"
+            ) from None
+        raise
+    if not hasattr(module, "root_agent") and importlib.util.find_spec(f"{path}.agent"):
+        module = importlib.import_module(f"{path}.agent")
+    return module
+
+
+def load_agent(path: str) -> BaseAgent:
+    """`root_agent` from a Python file, a directory holding agent.py, or a module name."""
+    try:
+        module = _module_for(path)
+    except CliError:
+        raise
+    except Exception as exc:
+        raise CliError(f"cannot load the agent from {path}: {type(exc).__name__}: {exc}") from exc
+    agent = getattr(module, "root_agent", None)
+    if agent is None:
+        raise CliError(f"{path} defines no `root_agent`")
+    if not isinstance(agent, BaseAgent):
+        raise CliError(f"`root_agent` in {path} is a {type(agent).__name__}, not an agent")
+    return agent
+
+
+def override_model(root: BaseAgent, model: Model) -> None:
+    """Run `root` on `model`: the root and every agent that would inherit the root's model
+    take it; an agent with a model of its own (and what inherits from it) keeps its own."""
+    from rondo.agents.llm import Agent
+
+    def visit(agent: BaseAgent, inherits: bool) -> None:
+        if isinstance(agent, Agent):
+            if agent is root or (inherits and agent.model is None):
+                agent.model = model
+            inherits = agent.model is model
+        for child in agent.sub_agents:
+            visit(child, inherits)
+
+    visit(root, True)
+
+
+def open_session_service(db: str | None) -> tuple[BaseSessionService, str]:
+    """The store for `--db` and how to describe it: SQLite at `.rondo/sessions.db` by
+    default, a SQLAlchemy URL, a file path, or `memory`."""
+    from rondo.sessions.memory import InMemorySessionService
+
+    if db in ("memory", ":memory:"):
+        return InMemorySessionService(), "memory"
+    try:
+        from rondo.sessions.sql import SqlSessionService
+    except ImportError as exc:  # a build without the SQL store
+        if db is None:
+            return InMemorySessionService(), "memory"
+        raise CliError(f"--db needs the SQL session store: {exc}") from exc
+    if db is None:
+        return SqlSessionService(), ".rondo/sessions.db"
+    if "://" in db:
+        return SqlSessionService(db), db
+    file = Path(db).expanduser().resolve()
+    file.parent.mkdir(parents=True, exist_ok=True)
+    return SqlSessionService(f"sqlite+aiosqlite:///{file}"), str(db)
