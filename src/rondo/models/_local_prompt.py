@@ -256,9 +256,10 @@ def _call_schema(tools: Sequence[FunctionDeclaration]) -> dict[str, Any]:
 
 
 def _renamed_root(gbnf: str, name: str) -> str:
-    lines = gbnf.splitlines()
+    head = "root ::= "
     return "\n".join(
-        f"{name} ::= {line[8:]}" if line.startswith("root ::= ") else line for line in lines
+        f"{name} ::= {line.removeprefix(head)}" if line.startswith(head) else line
+        for line in gbnf.splitlines()
     )
 
 

@@ -135,9 +135,12 @@ class _TextSink:
 class _Engine:
     """One loaded model. llama.cpp contexts are not thread-safe: one generation at a time."""
 
-    def __init__(self, llm: Any, lib: Any) -> None:
+    def __init__(self, llm: Any, lib: Any, n_ctx: int) -> None:
         self.llm = llm
         self.lib = lib
+        # llama.cpp may round the context up; llama-cpp-python's token buffer keeps the size
+        # that was asked for, so that is the real limit.
+        self.n_ctx = min(n_ctx, llm.n_ctx()) if n_ctx > 0 else llm.n_ctx()
         self.lock = threading.Lock()
         self.vocab = lib.llama_model_get_vocab(llm.model)
         template = llm.metadata.get("tokenizer.chat_template") or _CHATML
@@ -182,11 +185,11 @@ class _Engine:
     ) -> _Completion | None:
         llm = self.llm
         prompt = self.tokens(messages)
-        room = llm.n_ctx() - len(prompt)
+        room = self.n_ctx - len(prompt)
         if room <= 0:
             raise ModelError(
                 f"the prompt has {len(prompt)} tokens; the local model's context holds "
-                f"{llm.n_ctx()} (pass a larger n_ctx to LocalModel)"
+                f"{self.n_ctx} (pass a larger n_ctx to LocalModel)"
             )
         max_tokens = min(sampling.max_tokens, room)
         compiled = (
@@ -245,7 +248,7 @@ def _load(path: Path, n_ctx: int, n_threads: int | None) -> _Engine:
                 llm = lib.Llama(model_path=str(path), **options)
             except ValueError as exc:  # llama-cpp-python's report of an unreadable file
                 raise ModelNotFoundError(f"cannot load the GGUF model {path}: {exc}") from exc
-            engine = _engines[key] = _Engine(llm, lib)
+            engine = _engines[key] = _Engine(llm, lib, n_ctx)
         return engine
 
 
