@@ -14,6 +14,7 @@ package (`rondo.models.local_weights`).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import codecs
 import contextlib
 import importlib
@@ -235,6 +236,15 @@ _engines: dict[tuple[str, int, int | None], _Engine] = {}
 _engines_lock = threading.Lock()
 
 
+def _close_all() -> None:
+    # While the interpreter still works: llama-cpp-python's own finalizer, run during module
+    # teardown, fails with "'NoneType' object is not callable" noise.
+    with _engines_lock:
+        for engine in _engines.values():
+            engine.llm.close()
+        _engines.clear()
+
+
 def _load(path: Path, n_ctx: int, n_threads: int | None) -> _Engine:
     key = (str(path), n_ctx, n_threads)
     with _engines_lock:
@@ -248,6 +258,8 @@ def _load(path: Path, n_ctx: int, n_threads: int | None) -> _Engine:
                 llm = lib.Llama(model_path=str(path), **options)
             except ValueError as exc:  # llama-cpp-python's report of an unreadable file
                 raise ModelNotFoundError(f"cannot load the GGUF model {path}: {exc}") from exc
+            if not _engines:
+                atexit.register(_close_all)
             engine = _engines[key] = _Engine(llm, lib, n_ctx)
         return engine
 
