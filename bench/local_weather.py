@@ -1,6 +1,7 @@
 """Ten weather questions through the example weather agent on the local model.
 
-    .venv/bin/python bench/local_weather.py          # RONDO_MODEL overrides local:smollm2
+    .venv/bin/python bench/local_weather.py              # RONDO_MODEL overrides local:smollm2
+    .venv/bin/python bench/local_weather.py --held-out   # ten more, never used for tuning
 
 A question scores when the agent called `get_weather` with the city the question names and its
 final answer contains the temperature the tool reported. Results: bench/LOCAL_WEATHER.md.
@@ -32,6 +33,21 @@ QUESTIONS: list[tuple[str, str]] = [
     ("Current conditions for Sydney, please.", "Sydney"),
     ("How's the weather in Cairo?", "Cairo"),
     ("Should I bring an umbrella in Seattle?", "Seattle"),
+]
+
+# Phrasings written after the prompt and demo were chosen: a check that they were not fitted to
+# the ten questions above.
+HELD_OUT: list[tuple[str, str]] = [
+    ("Temperature in Rome?", "Rome"),
+    ("Give me the forecast for Buenos Aires.", "Buenos Aires"),
+    ("Is it cold in Moscow?", "Moscow"),
+    ("I'm flying to Nairobi tomorrow, how's the weather there?", "Nairobi"),
+    ("hows the weather in mumbai", "Mumbai"),
+    ("What is the weather like in San Francisco today?", "San Francisco"),
+    ("Will it be sunny in Athens?", "Athens"),
+    ("Weather report for Toronto.", "Toronto"),
+    ("Tell me about the weather in Reykjavik", "Reykjavik"),
+    ("How warm is it in Bangkok?", "Bangkok"),
 ]
 
 
@@ -74,12 +90,12 @@ def score(outcome: dict[str, Any], city: str) -> tuple[bool, bool]:
     return call_ok, answer_ok
 
 
-async def main() -> int:
+async def main(questions: list[tuple[str, str]]) -> int:
     runner = Runner(agent=root_agent, app_name="bench_local_weather")
     print(f"model: {root_agent.canonical_model.name}")
     calls_ok = answers_ok = both_ok = 0
     total = 0.0
-    for question, city in QUESTIONS:
+    for question, city in questions:
         outcome = await ask(runner, question)
         call_ok, answer_ok = score(outcome, city)
         calls_ok += call_ok
@@ -88,8 +104,8 @@ async def main() -> int:
         total += outcome["seconds"]
         args = ", ".join(str(c["args"]) for c in outcome["calls"]) or "no call"
         mark = "ok " if call_ok and answer_ok else "BAD"
-        print(f"{mark} {question!r:45} {args:24} {outcome['seconds']:5.1f}s  {outcome['text']!r}")
-    n = len(QUESTIONS)
+        print(f"{mark} {question!r:45} {args:28} {outcome['seconds']:5.1f}s  {outcome['text']!r}")
+    n = len(questions)
     print(
         f"\ncorrect tool call: {calls_ok}/{n}   answer with the tool's temperature: "
         f"{answers_ok}/{n}   both: {both_ok}/{n}   ({total:.1f}s, {total / n:.1f}s per question)"
@@ -98,4 +114,4 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(asyncio.run(main()))
+    raise SystemExit(asyncio.run(main(HELD_OUT if "--held-out" in sys.argv else QUESTIONS)))
