@@ -212,3 +212,9 @@ async def test_a_prompt_longer_than_the_context_is_an_error() -> None:
     small = LocalModel(smollm2_path(), n_ctx=64)
     with pytest.raises(ModelError, match="the local model's context holds 64"):
         await collect(small, ask("word " * 200), stream=False)
+
+
+async def test_an_unsupported_response_schema_falls_back_to_any_json(model: LocalModel) -> None:
+    engine = _load(model.path, model.n_ctx, model.n_threads)
+    assert engine.response_grammar({"type": "weird"}) == engine.grammars.JSON_GBNF
+    assert "root ::=" in engine.response_grammar({"type": "object", "properties": {}})

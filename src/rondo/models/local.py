@@ -159,6 +159,14 @@ class _Engine:
     def json_schema_grammar(self, schema: str) -> str:
         return self.grammars.json_schema_to_gbnf(schema)
 
+    def response_grammar(self, schema: dict[str, Any]) -> str:
+        """A grammar for JSON matching `schema`, or for any JSON when llama.cpp's converter
+        does not support the schema (the agent validates the result either way)."""
+        try:
+            return self.json_schema_grammar(json.dumps(schema))
+        except Exception:
+            return self.grammars.JSON_GBNF
+
     def complete(
         self,
         messages: list[dict[str, str]],
@@ -352,7 +360,7 @@ class LocalModel:
         )
         calls = parse_calls(done.text, plan.tools)
         if calls == []:
-            # The model chose not to call a tool: answer in text, without the tool prompt.
+            # The model chose not to call a tool: now the answer, under the text grammar.
             answer = self._text_turn(engine, request, sampling, aggregator, done.usage())
             async with contextlib.aclosing(answer) as responses:
                 async for response in responses:
@@ -394,7 +402,7 @@ class LocalModel:
     ) -> AsyncGenerator[ModelResponse, None]:
         schema = request.config.response_schema
         if schema is not None:
-            grammar = engine.json_schema_grammar(json.dumps(schema))
+            grammar = engine.response_grammar(schema)
         elif request.config.tools:
             # Text only: after seeing calls in its history, a small model likes to write one
             # more as text; a call it may not make is not an answer either.
