@@ -318,3 +318,5 @@ def test_sampling_is_greedy_and_bounded_by_default() -> None:
         GenerateConfig(temperature=0.7, max_output_tokens=9, seed=3, stop_sequences=["", "x"]), 256
     )
     assert (chosen.temperature, chosen.max_tokens, chosen.seed, chosen.stops) == (0.7, 9, 3, ("x",))
+    tuned = _Sampling.from_config(GenerateConfig(extra={"repeat_penalty": 1.1, "min_p": 0}), 1)
+    assert (tuned.repeat_penalty, tuned.min_p) == (1.1, 0.0)

@@ -72,10 +72,14 @@ class _Sampling:
     max_tokens: int
     seed: int | None
     stops: tuple[str, ...]
+    min_p: float = 0.05
+    repeat_penalty: float = 1.0
 
     @classmethod
     def from_config(cls, config: GenerateConfig, default_max_tokens: int) -> _Sampling:
         # Greedy unless the config asks otherwise: the same question gets the same answer.
+        # No repeat penalty by default: answers are meant to repeat the tool's words.
+        extra = config.extra or {}
         return cls(
             temperature=config.temperature if config.temperature is not None else 0.0,
             top_p=config.top_p if config.top_p is not None else 0.95,
@@ -83,6 +87,8 @@ class _Sampling:
             max_tokens=config.max_output_tokens or default_max_tokens,
             seed=config.seed,
             stops=tuple(s for s in config.stop_sequences or () if s),
+            min_p=float(extra.get("min_p", 0.05)),
+            repeat_penalty=float(extra.get("repeat_penalty", 1.0)),
         )
 
 
@@ -214,8 +220,8 @@ class _Engine:
             temp=sampling.temperature,
             top_p=sampling.top_p,
             top_k=sampling.top_k,
-            min_p=0.05,
-            repeat_penalty=1.0,
+            min_p=sampling.min_p,
+            repeat_penalty=sampling.repeat_penalty,
             grammar=compiled,
         )
         try:
@@ -278,7 +284,8 @@ def _load(path: Path, n_ctx: int, n_threads: int | None) -> _Engine:
 class LocalModel:
     """A GGUF chat model (SmolLM2-135M-Instruct for `"local:smollm2"`) run by llama.cpp.
 
-    Deterministic by default (temperature 0). `max_output_tokens` bounds a turn unless the
+    Deterministic by default (temperature 0); `GenerateConfig.extra` may set llama.cpp's
+    `repeat_penalty` and `min_p`. `max_output_tokens` bounds a turn unless the
     request's config sets its own. `answer_after_tool`: under `tool_choice="auto"`, the turn
     right after tool results answers in text instead of calling again. `tool_demo`: with tools,
     the model is first shown one worked exchange (call, result, answer that uses the result),
