@@ -16,7 +16,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from rondo.models._gemini_wire import ResponseReader, build_config, build_contents
@@ -25,8 +24,8 @@ from rondo.models._retry import (
     is_transient_status,
     is_transport_error,
     retry_after_seconds,
-    retry_stream,
 )
+from rondo.models._sdk import SdkModel
 from rondo.models._shared import PerLoop, env_value, missing_key_error
 from rondo.models.aggregator import StreamAggregator
 from rondo.models.base import ModelCapabilities, ModelRequest, ModelResponse
@@ -63,7 +62,7 @@ def _vertex_from_env() -> bool:
     return (env_value("GOOGLE_GENAI_USE_VERTEXAI") or "").lower() in ("1", "true")
 
 
-class GeminiModel:
+class GeminiModel(SdkModel[genai.Client]):
     """A Gemini model, through the Gemini Developer API or Vertex AI.
 
     `api_key` defaults to `GOOGLE_API_KEY` or `GEMINI_API_KEY` (the SDK's order). With
@@ -125,41 +124,21 @@ class GeminiModel:
         else:
             self._shared, self._clients = None, PerLoop(make)
 
-    def __repr__(self) -> str:
-        return f"GeminiModel({self.name!r})"
-
-    def _client(self) -> genai.Client:
-        if self._shared is not None:
-            return self._shared
-        assert self._clients is not None
-        return self._clients.get()
+    provider = "gemini"
 
     def _models(self) -> _AsyncModels:
         return cast(_AsyncModels, self._client().aio.models)
 
-    async def aclose(self) -> None:
-        """Close the HTTP client this model opened in the running event loop."""
-        if self._clients is not None:
-            client = self._clients.current()
-            self._clients.forget()
-            if client is not None:
-                await client.aio.aclose()
+    async def _close_client(self, client: genai.Client) -> None:
+        await client.aio.aclose()
 
-    async def generate(
-        self, request: ModelRequest, *, stream: bool = False
-    ) -> AsyncGenerator[ModelResponse, None]:
-        """Yield one response; with `stream`, partial deltas then one final aggregate."""
-        attempt = (lambda: self._stream(request)) if stream else (lambda: self._complete(request))
-        responses = retry_stream(
-            self.retry,
-            attempt,
-            is_transient=_is_transient,
-            retry_after=_retry_after,
-            describe=f"gemini:{self.name}",
-        )
-        async with aclosing(responses):
-            async for response in responses:
-                yield response
+    @staticmethod
+    def _is_transient(exc: BaseException) -> bool:
+        return _is_transient_error(exc)
+
+    @staticmethod
+    def _retry_after(exc: BaseException) -> float | None:
+        return _retry_after_seconds(exc)
 
     async def _complete(self, request: ModelRequest) -> AsyncGenerator[ModelResponse, None]:
         response = await self._models().generate_content(
@@ -191,13 +170,13 @@ class GeminiModel:
             yield final
 
 
-def _is_transient(exc: BaseException) -> bool:
+def _is_transient_error(exc: BaseException) -> bool:
     if isinstance(exc, errors.APIError):
         return is_transient_status(exc.code)
     return is_transport_error(exc)
 
 
-def _retry_after(exc: BaseException) -> float | None:
+def _retry_after_seconds(exc: BaseException) -> float | None:
     if isinstance(exc, errors.APIError):
         response: object = getattr(exc, "response", None)
         headers: object = getattr(response, "headers", None)

@@ -14,7 +14,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from collections.abc import AsyncGenerator, Mapping
-from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from openai import AsyncOpenAI, AsyncStream, Omit, omit
@@ -33,8 +32,8 @@ from rondo.models._retry import (
     is_transient_status,
     is_transport_error,
     retry_after_seconds,
-    retry_stream,
 )
+from rondo.models._sdk import SdkModel
 from rondo.models._shared import PerLoop, env_value, missing_key_error
 from rondo.models.aggregator import StreamAggregator
 from rondo.models.base import ModelCapabilities, ModelRequest, ModelResponse
@@ -54,7 +53,7 @@ def _given(value: T | None) -> T | Omit:
     return omit if value is None else value
 
 
-class OpenAIModel:
+class OpenAIModel(SdkModel[AsyncOpenAI]):
     """A model behind the OpenAI Chat Completions API.
 
     `base_url` and `api_key` default to `OPENAI_BASE_URL` and `OPENAI_API_KEY`. A key is
@@ -123,38 +122,18 @@ class OpenAIModel:
             self._shared = None
             self._clients = PerLoop(make)
 
-    def __repr__(self) -> str:
-        return f"OpenAIModel({self.name!r})"
+    provider = "openai"
 
-    def _client(self) -> AsyncOpenAI:
-        if self._shared is not None:
-            return self._shared
-        assert self._clients is not None
-        return self._clients.get()
+    async def _close_client(self, client: AsyncOpenAI) -> None:
+        await client.close()
 
-    async def aclose(self) -> None:
-        """Close the HTTP client this model opened in the running event loop."""
-        if self._clients is not None:
-            client = self._clients.current()
-            self._clients.forget()
-            if client is not None:
-                await client.close()
+    @staticmethod
+    def _is_transient(exc: BaseException) -> bool:
+        return _is_transient_error(exc)
 
-    async def generate(
-        self, request: ModelRequest, *, stream: bool = False
-    ) -> AsyncGenerator[ModelResponse, None]:
-        """Yield one response; with `stream`, partial deltas then one final aggregate."""
-        attempt = (lambda: self._stream(request)) if stream else (lambda: self._complete(request))
-        responses = retry_stream(
-            self.retry,
-            attempt,
-            is_transient=_is_transient,
-            retry_after=_retry_after,
-            describe=f"openai:{self.name}",
-        )
-        async with aclosing(responses):
-            async for response in responses:
-                yield response
+    @staticmethod
+    def _retry_after(exc: BaseException) -> float | None:
+        return _retry_after_seconds(exc)
 
     async def _complete(self, request: ModelRequest) -> AsyncGenerator[ModelResponse, None]:
         completion = await self._create(request, stream=False)
@@ -215,7 +194,7 @@ def _include_thoughts(request: ModelRequest) -> bool:
     return request.config.include_thoughts is not False
 
 
-def _is_transient(exc: BaseException) -> bool:
+def _is_transient_error(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIStatusError):
         return is_transient_status(exc.status_code)
     if isinstance(exc, openai.APIConnectionError):
@@ -223,7 +202,7 @@ def _is_transient(exc: BaseException) -> bool:
     return is_transport_error(exc)
 
 
-def _retry_after(exc: BaseException) -> float | None:
+def _retry_after_seconds(exc: BaseException) -> float | None:
     if isinstance(exc, openai.APIStatusError):
         return retry_after_seconds(exc.response.headers)
     return None

@@ -1,0 +1,78 @@
+"""What every SDK-backed adapter shares: a client per event loop (or one the caller gave),
+and one retry policy around each call (`retry_stream`: never after output was yielded)."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import ClassVar, Generic, TypeVar
+
+from rondo.models._retry import RetryPolicy, retry_stream
+from rondo.models._shared import PerLoop
+from rondo.models.base import ModelRequest, ModelResponse
+
+__all__ = ["SdkModel"]
+
+ClientT = TypeVar("ClientT")
+
+
+class SdkModel(abc.ABC, Generic[ClientT]):
+    """Base of the provider adapters. Subclasses set `provider`, the clients and the retry
+    policy in `__init__`, and implement `_complete`, `_stream` and the error classifiers."""
+
+    provider: ClassVar[str]
+    name: str
+    retry: RetryPolicy
+    _clients: PerLoop[ClientT] | None
+    _shared: ClientT | None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    def _client(self) -> ClientT:
+        if self._shared is not None:
+            return self._shared
+        assert self._clients is not None
+        return self._clients.get()
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this model opened in the running event loop."""
+        if self._clients is not None:
+            client = self._clients.current()
+            self._clients.forget()
+            if client is not None:
+                await self._close_client(client)
+
+    async def generate(
+        self, request: ModelRequest, *, stream: bool = False
+    ) -> AsyncGenerator[ModelResponse, None]:
+        """Yield one response; with `stream`, partial deltas then one final aggregate."""
+        attempt = (lambda: self._stream(request)) if stream else (lambda: self._complete(request))
+        responses = retry_stream(
+            self.retry,
+            attempt,
+            is_transient=self._is_transient,
+            retry_after=self._retry_after,
+            describe=f"{self.provider}:{self.name}",
+        )
+        async with aclosing(responses):
+            async for response in responses:
+                yield response
+
+    @abc.abstractmethod
+    async def _close_client(self, client: ClientT) -> None: ...
+
+    @abc.abstractmethod
+    def _complete(self, request: ModelRequest) -> AsyncGenerator[ModelResponse, None]: ...
+
+    @abc.abstractmethod
+    def _stream(self, request: ModelRequest) -> AsyncGenerator[ModelResponse, None]: ...
+
+    @staticmethod
+    @abc.abstractmethod
+    def _is_transient(exc: BaseException) -> bool: ...
+
+    @staticmethod
+    @abc.abstractmethod
+    def _retry_after(exc: BaseException) -> float | None: ...
