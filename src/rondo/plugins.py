@@ -6,10 +6,10 @@ hooks after it (other plugins and the agent's own callbacks), exactly like agent
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from rondo._callbacks import first_result
 from rondo.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -130,10 +130,4 @@ class PluginManager:
 
     async def run(self, hook: str, *args: Any) -> Any:
         """Call `hook` on each plugin in order; the first non-None result is returned."""
-        for fn in self._hooks[hook]:
-            result = fn(*args)
-            if inspect.isawaitable(result):
-                result = await result
-            if result is not None:
-                return result
-        return None
+        return await first_result(self._hooks[hook], *args)

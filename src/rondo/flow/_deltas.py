@@ -1,11 +1,13 @@
-"""Lifecycle deltas from streamed partial responses (SPEC V1: start/delta/end boundaries)."""
+"""A reason round in the lifecycle view: deltas from streamed partial responses (SPEC V1:
+start/delta/end boundaries) and the `ReasonEnd` that closes the round."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
-from rondo.lifecycle import DeltaKind, ReasonDelta
-from rondo.types import Blob
+from rondo.lifecycle import DeltaKind, ReasonDelta, ReasonEnd
+from rondo.types import Blob, FunctionCall
 
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
@@ -54,6 +56,19 @@ class DeltaTracker:
                 out.extend(self.close())
                 out.append(self._delta("media", media=part.inline_data))
         return out
+
+    def finish(
+        self, event: Event | None, tool_calls: list[FunctionCall], started: float
+    ) -> list[ReasonDelta | ReasonEnd]:
+        """Close the open block and the round: what ends this reason round, in order."""
+        end = ReasonEnd(
+            **self._ctx.correlation(),
+            reason_id=self._reason_id,
+            event=event,
+            tool_calls=tool_calls,
+            duration_ms=(time.perf_counter() - started) * 1000.0,
+        )
+        return [*self.close(), end]
 
     def close(self) -> list[ReasonDelta]:
         if self._open is None:

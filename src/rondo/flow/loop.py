@@ -27,7 +27,7 @@ from rondo.flow.functions import handle_function_calls
 from rondo.flow.model_call import call_model
 from rondo.flow.processors import DEFAULT_REQUEST_PROCESSORS
 from rondo.flow.processors.transfer import transfer_targets
-from rondo.lifecycle import HITLPending, ReasonEnd, ReasonStart
+from rondo.lifecycle import HITLPending, ReasonStart
 from rondo.models.base import ModelRequest, ModelResponse
 from rondo.tools.base import BaseTool, BaseToolset
 from rondo.tools.structured import SET_MODEL_RESPONSE
@@ -183,15 +183,8 @@ class Flow:
                     continue  # F5: partial events never dispatch tools.
                 calls = event.get_function_calls()
                 if deltas is not None:
-                    for delta in deltas.close():
-                        yield delta
-                    yield ReasonEnd(
-                        **ctx.correlation(),
-                        reason_id=reason_id,
-                        event=event,
-                        tool_calls=calls,
-                        duration_ms=(time.perf_counter() - started) * 1000.0,
-                    )
+                    for item in deltas.finish(event, calls, started):
+                        yield item
                     deltas = None  # this round is closed
                     if event.long_running_tool_ids and not calls:
                         yield self._pending(ctx, event, None)
@@ -204,14 +197,8 @@ class Flow:
         if deltas is not None:
             # The model said nothing, or its stream ended on a partial (F4): the round
             # still ends, with whatever it produced.
-            for delta in deltas.close():
-                yield delta
-            yield ReasonEnd(
-                **ctx.correlation(),
-                reason_id=reason_id,
-                event=last,
-                duration_ms=(time.perf_counter() - started) * 1000.0,
-            )
+            for item in deltas.finish(last, [], started):
+                yield item
 
     async def _act(
         self,
