@@ -397,3 +397,17 @@ async def test_decoded_records_share_their_empty_parts_and_stay_equal(tmp_path: 
         first.actions.state_delta.clear()
     for service in (writer, reader, third):
         await service.close()
+
+
+async def test_a_cleared_derived_cache_never_duplicates_events(tmp_path: Path) -> None:
+    """Views cached on a log may be dropped (e.g. on compaction); appends stay exact."""
+    service = sqlite_service(tmp_path)
+    session = await service.create_session(app_name="a", user_id="u", session_id="s")
+    await service.append_event(session, text("one"))
+    session.events.log.derived.clear()
+    await service.append_event(session, text("two"))
+    again = await service.get_session(app_name="a", user_id="u", session_id="s")
+    assert again is not None
+    assert [e.text for e in again.events] == ["one", "two"]
+    assert [e.text for e in session.events] == ["one", "two"]
+    await service.close()

@@ -744,6 +744,8 @@ class SqlSessionService(BaseSessionService):
         view = session.events
         log = view.log
         owner: _Cached | None = log.derived.get(_OWNER)
+        if owner is None and entry is not None and entry.log is log:
+            owner = entry  # even if someone cleared `derived`, never append twice
         if owner is None:
             if view.start + len(view) != len(log):
                 # Events of another handle follow this one's (a re-created session): give
