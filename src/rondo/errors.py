@@ -15,6 +15,7 @@
     ├── InvalidArtifactNameError (also ValueError)  an artifact name that leaves its directory
     └── SessionError
         ├── SessionNotFoundError
+        ├── SessionExistsError                  create_session with an id already in use
         ├── StaleSessionError                   append through an out-of-date session handle
         └── SchemaVersionError                  the database holds an older/newer schema
 
@@ -39,6 +40,7 @@ __all__ = [
     "SchemaVersionError",
     "ScriptExhaustedError",
     "SessionError",
+    "SessionExistsError",
     "SessionNotFoundError",
     "StaleSessionError",
     "ToolArgumentsError",
@@ -110,6 +112,10 @@ class SessionError(RondoError):
 
 class SessionNotFoundError(SessionError, LookupError):
     """The session does not exist."""
+
+
+class SessionExistsError(SessionError):
+    """A session with this id already exists."""
 
 
 class StaleSessionError(SessionError):

@@ -35,7 +35,7 @@ from rondo.errors import InvalidArtifactNameError, SessionError, SessionNotFound
 from rondo.events import EventCompaction, ToolConfirmation
 from rondo.sessions.base import BaseSessionService, Session
 from rondo.testing import ScriptedModel
-from rondo.tools.load_memory import MEMORY_INSTRUCTION, load_memory
+from rondo.tools.memory_tool import MEMORY_INSTRUCTION, load_memory
 from rondo.types import (
     Blob,
     CodeExecutionResult,

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rondo.errors import SessionError, SessionNotFoundError, StaleSessionError
+from rondo.errors import SessionExistsError, SessionNotFoundError, StaleSessionError
 from rondo.events import Event, PendingCall
 from rondo.sessions.base import (
     BaseSessionService,
@@ -22,10 +22,6 @@ from rondo.sessions.base import (
 )
 
 __all__ = ["InMemorySessionService", "SessionExistsError"]
-
-
-class SessionExistsError(SessionError):
-    """A session with this id already exists."""
 
 
 @dataclass

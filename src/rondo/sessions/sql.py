@@ -35,7 +35,7 @@ from sqlalchemy.engine import URL, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from rondo.errors import SessionNotFoundError, StaleSessionError
+from rondo.errors import SessionExistsError, SessionNotFoundError, StaleSessionError
 from rondo.events import Event, EventActions, PendingCall
 from rondo.sessions._schema import SessionTables
 from rondo.sessions._sqlengine import Database, Executor, default_sqlite_url
@@ -50,7 +50,6 @@ from rondo.sessions.base import (
     split_state_delta,
     strip_temp_state,
 )
-from rondo.sessions.memory import SessionExistsError
 
 __all__ = ["SqlSessionService", "default_sqlite_url"]
 

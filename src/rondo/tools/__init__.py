@@ -7,6 +7,7 @@ from rondo.tools.function import FunctionTool, LongRunningFunctionTool, tool
 
 if TYPE_CHECKING:
     from rondo.tools.loop_control import exit_loop
+    from rondo.tools.memory_tool import load_memory
 
 __all__ = [
     "BaseTool",
@@ -14,13 +15,19 @@ __all__ = [
     "FunctionTool",
     "LongRunningFunctionTool",
     "exit_loop",
+    "load_memory",
     "tool",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "exit_loop":  # built on first use: describing a tool costs import time
+    # Built-in tools are built on first use: describing a tool costs import time.
+    if name == "exit_loop":
         from rondo.tools.loop_control import exit_loop
 
         return exit_loop
+    if name == "load_memory":
+        from rondo.tools.memory_tool import load_memory
+
+        return load_memory
     raise AttributeError(f"module 'rondo.tools' has no attribute {name!r}")
