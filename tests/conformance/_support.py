@@ -7,9 +7,7 @@ from contextlib import aclosing
 from typing import Any
 
 from rondo import Content, Event, FunctionCall, FunctionResponse, Part, Runner
-from rondo.artifacts.base import BaseArtifactService
 from rondo.lifecycle import RunEnd
-from rondo.memory.base import BaseMemoryService, MemoryEntry, SearchMemoryResponse
 from rondo.models import ModelRequest, ModelResponse
 from rondo.run_config import RunConfig
 from rondo.sessions.base import Session
@@ -193,78 +191,3 @@ class StreamModel:
         self.requests.append(request)
         async for response in self._script(request, stream):
             yield response
-
-
-# -- in-memory services the core does not ship yet ------------------------------------------
-
-
-class MemoryArtifacts(BaseArtifactService):
-    """Versioned artifacts in a dict (for tests of the artifact paths)."""
-
-    def __init__(self) -> None:
-        self.data: dict[tuple[str, str, str, str], list[Part]] = {}
-
-    async def save_artifact(
-        self, *, app_name: str, user_id: str, session_id: str, filename: str, artifact: Part
-    ) -> int:
-        versions = self.data.setdefault((app_name, user_id, session_id, filename), [])
-        versions.append(artifact)
-        return len(versions) - 1
-
-    async def load_artifact(
-        self,
-        *,
-        app_name: str,
-        user_id: str,
-        session_id: str,
-        filename: str,
-        version: int | None = None,
-    ) -> Part | None:
-        versions = self.data.get((app_name, user_id, session_id, filename))
-        if not versions:
-            return None
-        return versions[-1 if version is None else version]
-
-    async def list_artifact_keys(
-        self, *, app_name: str, user_id: str, session_id: str
-    ) -> list[str]:
-        return sorted(k[3] for k in self.data if k[:3] == (app_name, user_id, session_id))
-
-    async def delete_artifact(
-        self, *, app_name: str, user_id: str, session_id: str, filename: str
-    ) -> None:
-        self.data.pop((app_name, user_id, session_id, filename), None)
-
-    async def list_versions(
-        self, *, app_name: str, user_id: str, session_id: str, filename: str
-    ) -> list[int]:
-        return list(range(len(self.data.get((app_name, user_id, session_id, filename), []))))
-
-
-class MemoryStore(BaseMemoryService):
-    """Remembers text of added sessions; search is a substring match."""
-
-    def __init__(self) -> None:
-        self.entries: list[tuple[str, str, MemoryEntry]] = []
-
-    async def add_session_to_memory(self, session: Session) -> None:
-        for event in session.events:
-            if event.content is not None:
-                self.entries.append(
-                    (
-                        session.app_name,
-                        session.user_id,
-                        MemoryEntry(content=event.content, author=event.author),
-                    )
-                )
-
-    async def search_memory(
-        self, *, app_name: str, user_id: str, query: str
-    ) -> SearchMemoryResponse:
-        return SearchMemoryResponse(
-            memories=[
-                e
-                for a, u, e in self.entries
-                if a == app_name and u == user_id and query in e.content.text
-            ]
-        )

@@ -16,11 +16,12 @@ from rondo import (
     RunConfig,
     Runner,
 )
+from rondo.artifacts import InMemoryArtifactService
 from rondo.context import CallbackContext
 from rondo.models import ModelRequest, ModelResponse
 from rondo.testing import ScriptedModel
 
-from ._support import APP, MemoryArtifacts, chunk, collect, stored, thought
+from ._support import APP, chunk, collect, stored, thought
 
 
 def lookup(city: str) -> dict[str, Any]:
@@ -67,7 +68,7 @@ async def test_e1_state_and_artifact_deltas_from_model_callbacks_travel_on_the_m
         before_model_callback=before,
         after_model_callback=after,
     )
-    artifacts = MemoryArtifacts()
+    artifacts = InMemoryArtifactService()
     runner = Runner(agent=agent, app_name=APP, artifact_service=artifacts)
     events = await collect(runner, "go")
     call_event, tool_event, final_event = events

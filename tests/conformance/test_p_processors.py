@@ -9,12 +9,13 @@ from pydantic import BaseModel
 
 import rondo
 from rondo import Agent, BaseTool, BaseToolset, Content, FunctionCall, Part, Runner, ToolContext
+from rondo.artifacts import InMemoryArtifactService
 from rondo.context import CallbackContext, ReadonlyContext
 from rondo.flow.contents import NUDGE_TEXT
 from rondo.models import FunctionDeclaration, GenerateConfig, ModelRequest, ModelResponse
 from rondo.testing import ScriptedModel
 
-from ._support import APP, SESSION, USER, MemoryArtifacts, collect
+from ._support import APP, SESSION, USER, collect
 
 
 def lookup(city: str) -> dict[str, Any]:
@@ -235,7 +236,7 @@ async def test_p4_global_instruction_of_the_root_then_the_agent_instruction():
 
 
 async def test_p4_state_injection_in_static_strings():
-    artifacts = MemoryArtifacts()
+    artifacts = InMemoryArtifactService()
     await artifacts.save_artifact(
         app_name=APP,
         user_id=USER,
@@ -283,7 +284,9 @@ async def test_p4_a_missing_artifact_is_an_error_and_so_is_a_missing_service():
     model = ScriptedModel(["never"])
     agent = Agent(name="helper", model=model, instruction="Read {artifact.report.md}")
     with pytest.raises(rondo.InstructionError, match=r"artifact\.report\.md"):
-        await collect(Runner(agent=agent, app_name=APP, artifact_service=MemoryArtifacts()), "go")
+        await collect(
+            Runner(agent=agent, app_name=APP, artifact_service=InMemoryArtifactService()), "go"
+        )
     # Optional or not, an artifact placeholder needs an artifact service.
     agent = Agent(name="helper", model=model, instruction="Read {artifact.report.md?}")
     with pytest.raises(rondo.ConfigurationError, match="artifact service"):

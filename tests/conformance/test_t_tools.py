@@ -22,9 +22,11 @@ from rondo import (
     ToolContext,
     tool,
 )
+from rondo.artifacts import InMemoryArtifactService
+from rondo.memory import InMemoryMemoryService
 from rondo.testing import ScriptedModel
 
-from ._support import APP, MemoryArtifacts, MemoryStore, collect, response_message, stored
+from ._support import APP, collect, response_message, stored
 
 
 def _responses(event: Event) -> list[dict[str, Any]]:
@@ -643,8 +645,8 @@ async def test_t6_transfer_through_actions():
 
 
 async def test_t6_artifacts_and_memory_search():
-    artifacts = MemoryArtifacts()
-    memory = MemoryStore()
+    artifacts = InMemoryArtifactService()
+    memory = InMemoryMemoryService()
     found: dict[str, Any] = {}
 
     async def archive(text: str, tool_context: ToolContext) -> dict[str, Any]:
