@@ -156,7 +156,20 @@ async def run_in_own_session(
     return _result_of(agent, events), events
 
 
-class AgentTool(BaseTool):
+class _DelegateTool(BaseTool):
+    """A tool named after an agent, taking one `request` string."""
+
+    def __init__(self, agent: BaseAgent, fallback_description: str) -> None:
+        super().__init__(name=agent.name, description=agent.description or fallback_description)
+        self._declaration = FunctionDeclaration(
+            name=self.name, description=self.description, parameters=_REQUEST_SCHEMA
+        )
+
+    def declaration(self) -> FunctionDeclaration:
+        return self._declaration
+
+
+class AgentTool(_DelegateTool):
     """Another agent as a tool: it answers `request` in a session of its own.
 
     The caller's state is copied into that session, and the state the agent writes comes
@@ -164,17 +177,9 @@ class AgentTool(BaseTool):
     """
 
     def __init__(self, agent: BaseAgent, *, skip_summarization: bool = False) -> None:
-        super().__init__(
-            name=agent.name, description=agent.description or f"Ask the {agent.name} agent."
-        )
+        super().__init__(agent, f"Ask the {agent.name} agent.")
         self.agent = agent
         self.skip_summarization = skip_summarization
-        self._declaration = FunctionDeclaration(
-            name=self.name, description=self.description, parameters=_REQUEST_SCHEMA
-        )
-
-    def declaration(self) -> FunctionDeclaration:
-        return self._declaration
 
     async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
         request = _request_text(args)
@@ -196,23 +201,14 @@ class AgentTool(BaseTool):
         return result
 
 
-class TaskTool(BaseTool):
+class TaskTool(_DelegateTool):
     """Delegates to a `task`/`single_turn` sub-agent inside this session (C2, S3)."""
 
     yields_events = True
 
     def __init__(self, agent: Agent) -> None:
-        super().__init__(
-            name=agent.name,
-            description=agent.description or f"Delegate a task to the {agent.name} agent.",
-        )
+        super().__init__(agent, f"Delegate a task to the {agent.name} agent.")
         self.agent = agent
-        self._declaration = FunctionDeclaration(
-            name=self.name, description=self.description, parameters=_REQUEST_SCHEMA
-        )
-
-    def declaration(self) -> FunctionDeclaration:
-        return self._declaration
 
     async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
         request = _request_text(args)
