@@ -129,6 +129,16 @@ class _Summary:
     def abnormal(self) -> bool:
         return self.last is not None and self.last.partial
 
+    def report(self, ctx: InvocationContext, root: BaseAgent) -> dict[str, Any]:
+        """What the run's `RunEnd` and `RunResult` report."""
+        return {
+            "text": self.text(),
+            "output": self.output(root),
+            "metrics": self.metrics(ctx),
+            "is_abnormal": self.abnormal,
+            "pending": [p for p in ctx.session.pending if p.run_id == ctx.run_id],
+        }
+
 
 class Runner:
     """Binds an app name, a root agent, services and plugins; runs invocations."""
@@ -292,6 +302,48 @@ class Runner:
         """The one execution path behind every entry point: yields records and, with
         `observe`, the lifecycle events built alongside them. `result`, when given, is
         filled with what `RunResult` reports."""
+        ctx, resumed = await self._begin(
+            user_id, session_id, _as_content(new_message), run_config, state_delta, observe
+        )
+        summary = _Summary()
+        if observe:
+            from rondo.lifecycle import RunStart
+
+            yield RunStart(
+                **ctx.correlation(), session_id=session_id, user_id=user_id, resumed=resumed
+            )
+        plugins = self.plugin_manager
+        early = await self._before_run(ctx)
+        if early is not None:
+            summary.record(early)
+            yield early
+        else:
+            async with aclosing(ctx.agent.run_async(ctx)) as items:
+                async for item in items:
+                    if isinstance(item, Event):
+                        item = await self._on_event(ctx, item)
+                        summary.record(item)
+                    yield item
+            if "after_run" in plugins.active:
+                await plugins.run("after_run", ctx)
+        report = summary.report(ctx, self.agent)
+        if result is not None:
+            result.update(report, run_id=ctx.run_id)
+        if observe:
+            from rondo.lifecycle import RunEnd
+
+            yield RunEnd(**ctx.correlation(), **report)
+
+    async def _begin(
+        self,
+        user_id: str,
+        session_id: str,
+        message: Content | None,
+        run_config: RunConfig | None,
+        state_delta: Mapping[str, Any] | None,
+        observe: bool,
+    ) -> tuple[InvocationContext, bool]:
+        """Get or create the session, pick the run and the agent, store the user's message."""
         service = self.session_service
         session = await service.get_session(
             app_name=self.app_name, user_id=user_id, session_id=session_id
@@ -300,9 +352,7 @@ class Runner:
             session = await service.create_session(
                 app_name=self.app_name, user_id=user_id, session_id=session_id
             )
-        message = _as_content(new_message)
         run_id, resumed = self._run_id_for(session, message)
-        agent = self._agent_to_run(session, message)
         ctx = InvocationContext(
             app_name=self.app_name,
             user_id=user_id,
@@ -311,7 +361,7 @@ class Runner:
             plugins=self.plugin_manager,
             invocation_id=new_invocation_id(),
             run_id=run_id,
-            agent=agent,
+            agent=self._agent_to_run(session, message),
             root_agent=self.agent,
             run_config=run_config,
             user_content=message,
@@ -319,77 +369,40 @@ class Runner:
             memory_service=self.memory_service,
             observe=observe,
         )
+        if message is None and not state_delta:
+            return ctx, resumed
         plugins = self.plugin_manager
-        if message is not None or state_delta:
-            if message is not None and "on_user_message" in plugins.active:
-                replaced = await plugins.run("on_user_message", ctx, message)
-                if replaced is not None:
-                    message = ctx.user_content = replaced
-            user_event = Event(
-                author="user",
-                invocation_id=ctx.invocation_id,
-                run_id=run_id,
-                content=message,
-                actions=EventActions(state_delta=dict(state_delta or {})),
-            )
-            await self._append(ctx, user_event)
+        if message is not None and "on_user_message" in plugins.active:
+            replaced = await plugins.run("on_user_message", ctx, message)
+            if replaced is not None:
+                message = ctx.user_content = replaced
+        # R1: the user's message is stored, not yielded back.
+        user_event = Event(
+            author="user",
+            invocation_id=ctx.invocation_id,
+            run_id=run_id,
+            content=message,
+            actions=EventActions(state_delta=dict(state_delta or {})),
+        )
+        await self._append(ctx, user_event)
+        return ctx, resumed
 
-        summary = _Summary()
-        if observe:
-            from rondo.lifecycle import RunStart
-
-            yield RunStart(
-                run_id=run_id,
-                invocation_id=ctx.invocation_id,
-                agent_name=agent.name,
-                session_id=session.id,
-                user_id=user_id,
-                resumed=resumed,
-            )
-        early = await plugins.run("before_run", ctx) if "before_run" in plugins.active else None
-        if early is not None:
-            event = Event(
-                author=self.agent.name,
-                invocation_id=ctx.invocation_id,
-                run_id=run_id,
-                content=early if isinstance(early, Content) else Content.model(str(early)),
-            )
-            await self._append(ctx, event)
-            summary.record(event)
-            yield event
-        else:
-            async with aclosing(agent.run_async(ctx)) as items:
-                async for item in items:
-                    if isinstance(item, Event):
-                        item = await self._on_event(ctx, item)
-                        summary.record(item)
-                    yield item
-            if "after_run" in plugins.active:
-                await plugins.run("after_run", ctx)
-
-        pending = [p for p in session.pending if p.run_id == run_id]
-        if result is not None:
-            result.update(
-                output=summary.output(self.agent),
-                text=summary.text(),
-                run_id=run_id,
-                pending=pending,
-                metrics=summary.metrics(ctx),
-                is_abnormal=summary.abnormal,
-            )
-        if observe:
-            from rondo.lifecycle import RunEnd
-
-            yield RunEnd(
-                run_id=run_id,
-                invocation_id=ctx.invocation_id,
-                agent_name=agent.name,
-                text=summary.text(),
-                output=summary.output(self.agent),
-                metrics=summary.metrics(ctx),
-                is_abnormal=summary.abnormal,
-                pending=pending,
-            )
+    async def _before_run(self, ctx: InvocationContext) -> Event | None:
+        """A plugin's `before_run` answer replaces the agent's run: stored, then yielded."""
+        plugins = self.plugin_manager
+        if "before_run" not in plugins.active:
+            return None
+        early = await plugins.run("before_run", ctx)
+        if early is None:
+            return None
+        event = Event(
+            author=self.agent.name,
+            invocation_id=ctx.invocation_id,
+            run_id=ctx.run_id,
+            content=early if isinstance(early, Content) else Content.model(str(early)),
+        )
+        await self._append(ctx, event)
+        return event
 
     async def _on_event(self, ctx: InvocationContext, event: Event) -> Event:
         """R1: plugins' on_event, then store (non-partial), then the caller sees it."""
