@@ -38,6 +38,7 @@ from rondo.models._shared import (
     is_error_response,
     malformed_arguments_message,
     parse_arguments,
+    unpaired_result_text,
 )
 from rondo.models.base import FunctionDeclaration, GenerateConfig, ModelResponse
 from rondo.types import Content, FunctionCall, Part, Usage
@@ -129,7 +130,7 @@ def _user_blocks(content: Content, ids: CallIds) -> list[ContentBlockParam]:
         if response is not None:
             call_id = ids.response_id(response)
             if call_id is None:
-                text = f"Tool `{response.name}` returned: {dump_json(response.response)}"
+                text = unpaired_result_text(response)
                 others.append({"type": "text", "text": text})
                 continue
             result: ToolResultBlockParam = {

@@ -37,6 +37,7 @@ from rondo.models._shared import (
     dump_json,
     malformed_arguments_message,
     parse_arguments,
+    unpaired_result_text,
 )
 from rondo.models.base import FunctionDeclaration, GenerateConfig, ModelResponse
 from rondo.types import Content, FunctionCall, Part, Usage
@@ -126,7 +127,7 @@ def _user_messages(content: Content, ids: CallIds) -> list[ChatCompletionMessage
             call_id = ids.response_id(response)
             if call_id is None:
                 # No call waits for it: tell the model in words rather than break pairing.
-                text = f"Tool `{response.name}` returned: {dump_json(response.response)}"
+                text = unpaired_result_text(response)
                 parts.append({"type": "text", "text": text})
                 continue
             tool: ChatCompletionToolMessageParam = {

@@ -80,6 +80,11 @@ def dump_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+def unpaired_result_text(response: FunctionResponse) -> str:
+    """A tool result no call waits for, told in words rather than breaking call pairing."""
+    return f"Tool `{response.name}` returned: {dump_json(response.response)}"
+
+
 def is_error_response(response: FunctionResponse) -> bool:
     """True for the `{"error": ...}` shape rondo gives failed tool calls (SPEC T3)."""
     return set(response.response) == {"error"}
