@@ -2,13 +2,15 @@
 
 `InvocationContext` is the runtime's own view of one invocation. Callbacks get a
 `CallbackContext` and tools a `ToolContext`: both write state through `State`, which records
-every write as a delta on their `EventActions` (the runner applies it when the event is stored).
+every write as a delta on their `Actions` — the mutable draft of the frozen `EventActions` the
+event will carry (the runner applies it when the event is stored).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rondo.errors import ConfigurationError
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from rondo.plugins import PluginManager
 
 __all__ = [
+    "Actions",
     "CallbackContext",
     "InvocationContext",
     "ReadonlyContext",
@@ -32,6 +35,47 @@ __all__ = [
 ]
 
 _MISSING: Any = object()
+
+
+@dataclass(slots=True)
+class Actions:
+    """The side effects a callback or tool is recording: the mutable draft of the frozen
+    `EventActions` its event will carry (`tool_context.actions.escalate = True`)."""
+
+    state_delta: dict[str, Any] = field(default_factory=dict[str, Any])
+    artifact_delta: dict[str, int] = field(default_factory=dict[str, int])
+    transfer_to_agent: str | None = None
+    escalate: bool | None = None
+    skip_summarization: bool | None = None
+    requested_tool_confirmations: dict[str, ToolConfirmation] = field(
+        default_factory=dict[str, ToolConfirmation]
+    )
+
+    def is_empty(self) -> bool:
+        return (
+            not self.state_delta
+            and not self.artifact_delta
+            and self.transfer_to_agent is None
+            and not self.escalate
+            and not self.skip_summarization
+            and not self.requested_tool_confirmations
+        )
+
+    def to_record(self) -> EventActions:
+        """The frozen record of what was recorded so far (later writes do not change it)."""
+        if self.is_empty():
+            return _NO_ACTIONS
+        return EventActions(
+            state_delta=dict(self.state_delta),
+            artifact_delta=dict(self.artifact_delta),
+            transfer_to_agent=self.transfer_to_agent,
+            escalate=self.escalate,
+            skip_summarization=self.skip_summarization,
+            requested_tool_confirmations=dict(self.requested_tool_confirmations),
+        )
+
+
+_NO_ACTIONS = EventActions()
 
 
 class State(Mapping[str, Any]):
@@ -329,10 +373,10 @@ class CallbackContext(ReadonlyContext):
     __slots__ = ("_state", "actions")
 
     def __init__(
-        self, invocation_context: InvocationContext, actions: EventActions | None = None
+        self, invocation_context: InvocationContext, actions: Actions | None = None
     ) -> None:
         super().__init__(invocation_context)
-        self.actions = actions if actions is not None else EventActions()
+        self.actions = actions if actions is not None else Actions()
         self._state: State | None = None
 
     @property
@@ -389,7 +433,7 @@ class ToolContext(CallbackContext):
         invocation_context: InvocationContext,
         *,
         function_call_id: str | None = None,
-        actions: EventActions | None = None,
+        actions: Actions | None = None,
         tool_confirmation: ToolConfirmation | None = None,
     ) -> None:
         super().__init__(invocation_context, actions)

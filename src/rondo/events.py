@@ -18,8 +18,13 @@ __all__ = [
     "ToolConfirmation",
 ]
 
+# Frozen (SPEC G1): a changed record is a new record.
 _config = ConfigDict(
-    extra="forbid", ser_json_bytes="base64", val_json_bytes="base64", defer_build=True
+    frozen=True,
+    extra="forbid",
+    ser_json_bytes="base64",
+    val_json_bytes="base64",
+    defer_build=True,
 )
 
 
@@ -134,7 +139,7 @@ class Event(BaseModel):
     interrupted: bool = False
     usage: Usage | None = None
     actions: EventActions = Field(default_factory=EventActions)
-    long_running_tool_ids: set[str] = Field(default_factory=set[str])
+    long_running_tool_ids: frozenset[str] = frozenset()
     input_transcription: str | None = None
     output_transcription: str | None = None
     custom_metadata: dict[str, Any] | None = None

@@ -412,17 +412,18 @@ class Runner:
             if replaced is not None:
                 event = replaced
         if not event.partial:
-            await self._append(ctx, event)
+            event = await self._append(ctx, event)
         return event
 
-    async def _append(self, ctx: InvocationContext, event: Event) -> None:
+    async def _append(self, ctx: InvocationContext, event: Event) -> Event:
+        """Store `event`; returns the stored record (without `temp:` keys)."""
         delta = event.actions.state_delta
         if delta:
             # temp: keys live for this invocation only; the store drops them (SPEC R3).
             for key, value in delta.items():
                 if key.startswith(TEMP_PREFIX):
                     ctx.temp_state[key] = value
-        await self.session_service.append_event(ctx.session, event)
+        return await self.session_service.append_event(ctx.session, event)
 
     # -- choosing the run and the agent -------------------------------------------------------
 

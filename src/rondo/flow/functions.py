@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rondo._callbacks import first_result
 from rondo.agents.base import Item
-from rondo.context import EventSink, ToolContext
+from rondo.context import Actions, EventSink, ToolContext
 from rondo.errors import ToolNotFoundError
 from rondo.events import Event, EventActions, ToolConfirmation
 from rondo.lifecycle import ActionEnd, ActionStart, ToolCallEnd, ToolCallStart
@@ -38,7 +38,7 @@ class CallOutcome:
         self,
         call: FunctionCall,
         response: dict[str, Any] | None,
-        actions: EventActions,
+        actions: Actions,
         error: str | None,
         duration_ms: float,
     ) -> None:
@@ -130,7 +130,7 @@ async def run_call(
     A `prefilled` response (a human chose "skip") is recorded without calling the tool.
     """
     started = time.perf_counter()
-    actions = EventActions()
+    actions = Actions()
     if prefilled is not None:
         return CallOutcome(call, prefilled, actions, None, 0.0)
     tool = tools.get(call.name)
@@ -179,11 +179,11 @@ def _deep_merge(dst: dict[str, Any], src: dict[str, Any]) -> dict[str, Any]:
     return dst
 
 
-def merge_actions(all_actions: Sequence[EventActions]) -> EventActions:
+def merge_actions(all_actions: Sequence[Actions]) -> EventActions:
     """T2: merge in call order; maps deep-merge, later calls win conflicts."""
     if len(all_actions) == 1:
-        return all_actions[0]
-    merged = EventActions()
+        return all_actions[0].to_record()
+    merged = Actions()
     for actions in all_actions:
         if actions.state_delta:
             _deep_merge(merged.state_delta, actions.state_delta)
@@ -195,7 +195,7 @@ def merge_actions(all_actions: Sequence[EventActions]) -> EventActions:
             merged.escalate = True
         if actions.skip_summarization:
             merged.skip_summarization = True
-    return merged
+    return merged.to_record()
 
 
 def response_event(
