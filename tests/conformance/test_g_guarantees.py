@@ -15,14 +15,30 @@ from rondo import (
     EventActions,
     FunctionCall,
     FunctionResponse,
+    FunctionTool,
+    LongRunningFunctionTool,
     Part,
+    Plugin,
     Runner,
+    StaleSessionError,
     ToolContext,
 )
 from rondo.events import EventCompaction, PendingCall, ToolConfirmation
-from rondo.models import ModelResponse, Usage
+from rondo.flow.contents import INTERRUPTED_CALL_ERROR
+from rondo.models import ModelRequest, ModelResponse, Usage
 from rondo.testing import ScriptedModel
-from tests.conformance._support import APP, collect, stored
+from tests.conformance._support import (
+    APP,
+    SESSION,
+    USER,
+    agent_call,
+    collect,
+    response_message,
+    responses_in,
+    seed_session,
+    stored,
+    user_text,
+)
 
 # -- G1: records are immutable ------------------------------------------------------------------
 
@@ -87,3 +103,127 @@ async def test_g1_output_key_and_client_ids_build_new_records() -> None:
     session = await stored(runner)
     assert session.state["out"] == "done"
     assert session.events[-1] == events[-1]
+
+
+# -- G2 / C6 beyond: no dangling calls ------------------------------------------------------
+
+
+def assert_every_call_answered(request: ModelRequest) -> None:
+    """What every provider demands: each call is answered by the very next content."""
+    contents = request.contents
+    for index, content in enumerate(contents):
+        calls = [p.function_call for p in content.parts if p.function_call is not None]
+        if not calls:
+            continue
+        assert index + 1 < len(contents), f"call {calls} is the last content"
+        answered = [p.function_response for p in contents[index + 1].parts]
+        names = [r.name for r in answered if r is not None]
+        assert names == [c.name for c in calls], (calls, contents[index + 1])
+
+
+def _interrupted(request: ModelRequest) -> list[FunctionResponse]:
+    return [r for r in responses_in(request) if r.response == {"error": INTERRUPTED_CALL_ERROR}]
+
+
+def lookup(city: str) -> dict[str, str]:
+    """Looks a city up."""
+    return {"city": city}
+
+
+async def test_g2_a_call_left_by_a_killed_process_is_answered_in_every_later_request() -> None:
+    model = ScriptedModel(["first", "second"])
+    runner = Runner(agent=Agent(name="a", model=model, tools=[lookup]), app_name=APP)
+    history = [
+        user_text("where?", invocation_id="dead"),
+        agent_call("a", "lookup", {"city": "Oslo"}, "call-1", invocation_id="dead"),
+    ]
+    await seed_session(runner, history)
+    await collect(runner, "go on")
+    await collect(runner, "and again")
+    for request in model.requests:
+        assert_every_call_answered(request)
+        assert [r.id for r in _interrupted(request)] == ["call-1"]
+    # The stored history is not rewritten: the call still has no stored response.
+    session = await stored(runner)
+    assert not any(e.get_function_responses() for e in session.events)
+
+
+async def test_g2_a_call_the_consumer_walked_away_from_is_answered_next_time() -> None:
+    call = FunctionCall(name="lookup", args={"city": "Oslo"})
+    model = ScriptedModel([call, "answer"])
+    runner = Runner(agent=Agent(name="a", model=model, tools=[lookup]), app_name=APP)
+    stream = runner.run_async(user_id=USER, session_id=SESSION, new_message="where?")
+    first = await anext(stream)
+    assert first.get_function_calls()
+    await stream.aclose()  # the tool never ran
+    await collect(runner, "hello again")
+    request = model.requests[-1]
+    assert_every_call_answered(request)
+    assert len(_interrupted(request)) == 1
+
+
+async def test_g2_a_call_whose_response_append_was_refused_is_answered() -> None:
+    class RefuseToolResults(Plugin):
+        async def on_event(self, ctx: Any, event: Event) -> Event | None:
+            if event.get_function_responses():
+                raise StaleSessionError("refused for the test")
+            return None
+
+    call = FunctionCall(name="lookup", args={"city": "Oslo"})
+    model = ScriptedModel([call, "answer"])
+    agent = Agent(name="a", model=model, tools=[lookup])
+    refusing = Runner(agent=agent, app_name=APP, plugins=[RefuseToolResults()])
+    with pytest.raises(StaleSessionError):
+        await collect(refusing, "where?")
+    runner = Runner(agent=agent, app_name=APP, session_service=refusing.session_service)
+    await collect(runner, "try again")
+    assert_every_call_answered(model.requests[-1])
+    assert len(_interrupted(model.requests[-1])) == 1
+
+
+async def test_g2_pending_calls_are_not_answered_as_interrupted() -> None:
+    def approve_me(amount: int) -> dict[str, int]:
+        """Needs a human."""
+        return {"amount": amount}
+
+    def background(job: str) -> None:
+        """Runs long."""
+
+    agent = Agent(
+        name="a",
+        model=ScriptedModel(
+            [
+                [FunctionCall(name="approve_me", args={"amount": 1})],
+                [FunctionCall(name="background", args={"job": "j"})],
+                "later",
+            ]
+        ),
+        tools=[
+            FunctionTool(approve_me, require_confirmation=True),
+            LongRunningFunctionTool(background),
+        ],
+    )
+    runner = Runner(agent=agent, app_name=APP)
+    await collect(runner, "pay")
+    await collect(runner, "start the job")
+    await collect(runner, "something else")
+    model = agent.model
+    assert isinstance(model, ScriptedModel)
+    assert _interrupted(model.requests[-1]) == []
+
+
+async def test_g2_a_response_that_arrives_later_replaces_the_synthetic_one() -> None:
+    model = ScriptedModel(["one", "two"])
+    runner = Runner(agent=Agent(name="a", model=model, tools=[lookup]), app_name=APP)
+    await seed_session(
+        runner,
+        [
+            user_text("where?", invocation_id="dead"),
+            agent_call("a", "lookup", {"city": "Oslo"}, "call-1", invocation_id="dead"),
+        ],
+    )
+    await collect(runner, "next")
+    await collect(runner, response_message("lookup", {"city": "Oslo, late"}, "call-1"))
+    request = model.requests[-1]
+    assert_every_call_answered(request)
+    assert [r.response for r in responses_in(request)] == [{"city": "Oslo, late"}]
