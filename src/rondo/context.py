@@ -9,6 +9,7 @@ event will carry (the runner applies it when the event is stored).
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Actions",
     "CallbackContext",
+    "Demand",
     "InvocationContext",
     "ReadonlyContext",
     "State",
@@ -182,15 +184,42 @@ class EventSink:
         await done
 
 
+class Demand:
+    """Whether the run's consumer is asking for the next item (SPEC R7).
+
+    Pull, not push: the runner pauses it while the consumer holds an item and resumes it when
+    the consumer asks for the next. Work running beside the loop (concurrent tool calls, a
+    sub-agent answering as a tool) waits here before it starts a model or tool call, so a
+    consumer that stops — with or without `aclose()` — starts nothing more.
+    """
+
+    __slots__ = ("_ready",)
+
+    def __init__(self) -> None:
+        self._ready = asyncio.Event()
+        self._ready.set()
+
+    def pause(self) -> None:
+        self._ready.clear()
+
+    def resume(self) -> None:
+        self._ready.set()
+
+    async def wait(self) -> None:
+        if not self._ready.is_set():
+            await self._ready.wait()
+
+
 class _Shared:
     """Per-invocation counters shared by every agent's context in that invocation."""
 
-    __slots__ = ("end_invocation", "llm_calls", "temp_state")
+    __slots__ = ("demand", "end_invocation", "llm_calls", "temp_state")
 
-    def __init__(self) -> None:
+    def __init__(self, demand: Demand | None) -> None:
         self.llm_calls = 0
         self.end_invocation = False
         self.temp_state: dict[str, Any] = {}
+        self.demand = demand if demand is not None else Demand()
 
 
 class InvocationContext:
@@ -238,6 +267,7 @@ class InvocationContext:
         isolation_scope: str = "",
         observe: bool = False,
         node: str | None = None,
+        demand: Demand | None = None,
     ) -> None:
         self.app_name = app_name
         self.user_id = user_id
@@ -260,7 +290,8 @@ class InvocationContext:
         self.node = node
         # Where a running tool sends events of its own (set by the tool dispatcher).
         self.sink: EventSink | None = None
-        self._shared = _Shared()
+        # A sub-run (an agent answering as a tool) shares its caller's demand (R7).
+        self._shared = _Shared(demand)
 
     def for_agent(
         self,
@@ -295,6 +326,10 @@ class InvocationContext:
     @property
     def temp_state(self) -> dict[str, Any]:
         return self._shared.temp_state
+
+    @property
+    def demand(self) -> Demand:
+        return self._shared.demand
 
     @property
     def end_invocation(self) -> bool:
@@ -424,9 +459,14 @@ class CallbackContext(ReadonlyContext):
 
 
 class ToolContext(CallbackContext):
-    """What a tool sees: everything a callback sees plus its call id and confirmation."""
+    """What a tool sees: everything a callback sees plus its call id and confirmation.
 
-    __slots__ = ("function_call_id", "tool_confirmation")
+    `cancelled` turns true when the run stops while the call is in flight. Python cannot
+    interrupt a sync tool running in its worker thread: a long one should poll `cancelled`
+    (or wait on `cancel_event`) and return early; its late result is never stored.
+    """
+
+    __slots__ = ("cancel_event", "function_call_id", "tool_confirmation")
 
     def __init__(
         self,
@@ -439,6 +479,13 @@ class ToolContext(CallbackContext):
         super().__init__(invocation_context, actions)
         self.function_call_id = function_call_id
         self.tool_confirmation = tool_confirmation
+        # A threading.Event so sync tools in worker threads can wait on it too.
+        self.cancel_event = threading.Event()
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the run stopped while this call was in flight (poll it in long sync tools)."""
+        return self.cancel_event.is_set()
 
     @property
     def observed(self) -> bool:

@@ -143,7 +143,12 @@ async def run_call(
     )
     # The hooks and the tool get their own copy: editing it never changes the stored call.
     args = _copy_json(call.args)
-    result, error, delayed = await _run_hooked(agent, ctx, tool, args, tctx)
+    await ctx.demand.wait()  # R7: nothing starts while the consumer is not asking
+    try:
+        result, error, delayed = await _run_hooked(agent, ctx, tool, args, tctx)
+    except asyncio.CancelledError:
+        tctx.cancel_event.set()  # a sync tool in its thread can see it (R7)
+        raise
     if delayed:
         return CallOutcome(call, None, actions, None, _ms(started))
     if tool.is_streaming:
