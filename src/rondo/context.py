@@ -18,7 +18,7 @@ from rondo.errors import ConfigurationError
 from rondo.events import EventActions, ToolConfirmation
 from rondo.run_config import RunConfig
 from rondo.sessions.base import TEMP_PREFIX, BaseSessionService, Session
-from rondo.types import Content, Part
+from rondo.types import Content, FunctionCall, Part
 
 if TYPE_CHECKING:
     from rondo.agents.base import BaseAgent
@@ -466,7 +466,15 @@ class ToolContext(CallbackContext):
     (or wait on `cancel_event`) and return early; its late result is never stored.
     """
 
-    __slots__ = ("cancel_event", "function_call_id", "tool_confirmation")
+    __slots__ = (
+        "_call",
+        "_reason_id",
+        "_started",
+        "cancel_event",
+        "function_call_id",
+        "progress",
+        "tool_confirmation",
+    )
 
     def __init__(
         self,
@@ -475,12 +483,67 @@ class ToolContext(CallbackContext):
         function_call_id: str | None = None,
         actions: Actions | None = None,
         tool_confirmation: ToolConfirmation | None = None,
+        function_call: FunctionCall | None = None,
+        reason_id: str = "",
     ) -> None:
         super().__init__(invocation_context, actions)
+        if function_call_id is None and function_call is not None:
+            function_call_id = function_call.id
         self.function_call_id = function_call_id
         self.tool_confirmation = tool_confirmation
+        self._call = function_call
+        self._reason_id = reason_id
+        self._started = False
+        # The progress the call reported (a streaming tool's chunks), in order.
+        self.progress: list[Any] = []
         # A threading.Event so sync tools in worker threads can wait on it too.
         self.cancel_event = threading.Event()
+
+    @property
+    def tool_name(self) -> str:
+        return self._call.name if self._call is not None else ""
+
+    async def mark_started(self) -> None:
+        """The call is being handled: its `ToolCallStart` goes to the lifecycle stream
+        (once), and the call goes on only after the consumer received it (SPEC R7)."""
+        if self._started:
+            return
+        self._started = True
+        call = self._call
+        sink = self._inv.sink
+        if call is not None and sink is not None and self._inv.observe:
+            from rondo.lifecycle import ToolCallStart
+
+            await sink.send(
+                ToolCallStart(
+                    **self._inv.correlation(),
+                    reason_id=self._reason_id,
+                    call_id=call.id or "",
+                    tool_name=call.name,
+                    args=call.args,
+                )
+            )
+
+    def report_progress(self, chunk: Any) -> None:
+        """Report a piece of this call's progress (a streaming tool's chunks are reported
+        for it): a `ToolCallProgress` on the lifecycle stream, before the call's end."""
+        self.progress.append(chunk)
+        call = self._call
+        if call is not None and self.observed:
+            from pydantic_core import to_jsonable_python
+
+            from rondo.lifecycle import ToolCallProgress
+
+            self.emit(
+                ToolCallProgress(
+                    **self._inv.correlation(),
+                    reason_id=self._reason_id,
+                    call_id=call.id or "",
+                    tool_name=call.name,
+                    index=len(self.progress) - 1,
+                    chunk=to_jsonable_python(chunk, fallback=str),
+                )
+            )
 
     @property
     def cancelled(self) -> bool:

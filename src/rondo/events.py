@@ -88,8 +88,10 @@ class PendingCall(BaseModel):
     run_id: str = ""
     invocation_id: str = ""
     agent_name: str = ""
-    # For a confirmation request: the tool call it guards.
+    # For a confirmation request: the tool call it guards, and its id (what `HITLDecided`
+    # reports as `call_id`), so a UI can match "asked" to "decided".
     original_call: FunctionCall | None = None
+    original_call_id: str | None = None
 
     def _answer(self, response: dict[str, Any]) -> Part:
         name = "adk_request_confirmation" if self.kind == "confirmation" else self.tool_name

@@ -25,6 +25,7 @@ from rondo import (
 )
 from rondo.events import EventCompaction, PendingCall, ToolConfirmation
 from rondo.flow.contents import INTERRUPTED_CALL_ERROR
+from rondo.lifecycle import ToolCallEnd, ToolCallProgress, parse_lifecycle_event
 from rondo.models import ModelRequest, ModelResponse, Usage
 from rondo.testing import ScriptedModel
 from tests.conformance._support import (
@@ -33,6 +34,7 @@ from tests.conformance._support import (
     USER,
     agent_call,
     collect,
+    lifecycle,
     response_message,
     responses_in,
     seed_session,
@@ -227,3 +229,139 @@ async def test_g2_a_response_that_arrives_later_replaces_the_synthetic_one() -> 
     request = model.requests[-1]
     assert_every_call_answered(request)
     assert [r.response for r in responses_in(request)] == [{"city": "Oslo, late"}]
+
+
+# -- G5: streaming tools are tools ----------------------------------------------------------
+
+
+async def test_g5_streaming_tools_go_through_the_hooks_and_plugins() -> None:
+    seen: list[str] = []
+
+    class Watch(Plugin):
+        async def before_tool(self, tool: Any, args: Any, tool_context: Any) -> None:
+            seen.append(f"plugin before {tool.name}")
+
+        async def after_tool(self, tool: Any, args: Any, tool_context: Any, result: Any) -> None:
+            seen.append(f"plugin after {result}")
+
+    async def spell(n: int):
+        """Spells n parts."""
+        for i in range(n):
+            yield f"part{i} "
+
+    def before(tool: Any, args: dict[str, Any], tool_context: ToolContext) -> None:
+        seen.append("agent before")
+        args["n"] = 2  # in-place fixes reach the tool, as for any tool
+
+    def after(tool: Any, args: Any, tool_context: ToolContext, result: Any) -> dict[str, str]:
+        seen.append("agent after")
+        return {"result": result["result"].upper()}
+
+    model = ScriptedModel([FunctionCall(name="spell", args={"n": 5}), "done"])
+    agent = Agent(
+        name="a",
+        model=model,
+        tools=[spell],
+        before_tool_callback=before,
+        after_tool_callback=after,
+    )
+    events = await collect(Runner(agent=agent, app_name=APP, plugins=[Watch()]), "go")
+    assert seen == [
+        "plugin before spell",
+        "agent before",
+        "plugin after {'result': 'part0 part1 '}",
+        "agent after",
+    ]
+    assert events[1].get_function_responses()[0].response == {"result": "PART0 PART1 "}
+
+
+async def test_g5_a_before_tool_answer_means_the_generator_never_runs() -> None:
+    ran: list[int] = []
+
+    async def spell(n: int):
+        """Spells."""
+        ran.append(n)
+        yield "x"
+
+    model = ScriptedModel([FunctionCall(name="spell", args={"n": 1}), "done"])
+    agent = Agent(
+        name="a",
+        model=model,
+        tools=[spell],
+        before_tool_callback=lambda tool, args, tc: {"cached": True},
+    )
+    events = await collect(Runner(agent=agent, app_name=APP), "go")
+    assert ran == []
+    assert events[1].get_function_responses()[0].response == {"cached": True}
+
+
+async def test_g5_streaming_tools_honour_require_confirmation() -> None:
+    ran: list[int] = []
+
+    async def spell(n: int):
+        """Spells."""
+        ran.append(n)
+        for i in range(n):
+            yield f"p{i}"
+
+    model = ScriptedModel([FunctionCall(name="spell", args={"n": 2}), "spelled"])
+    agent = Agent(name="a", model=model, tools=[FunctionTool(spell, require_confirmation=True)])
+    runner = Runner(agent=agent, app_name=APP)
+    await collect(runner, "go")
+    assert ran == []
+    session = await stored(runner)
+    assert [p.tool_name for p in session.pending] == ["spell"]
+    events = await collect(runner, Content(role="user", parts=[session.pending[0].approve()]))
+    assert ran == [2]
+    assert {"result": "p0p1"} in [r.response for e in events for r in e.get_function_responses()]
+
+
+async def test_g5_chunks_reach_the_lifecycle_stream_as_progress_before_the_end() -> None:
+    async def spell(n: int):
+        """Spells."""
+        for i in range(n):
+            yield {"i": i}
+
+    model = ScriptedModel([FunctionCall(name="spell", args={"n": 3}), "done"])
+    runner = Runner(agent=Agent(name="a", model=model, tools=[spell]), app_name=APP)
+    events = await lifecycle(runner, "go")
+    kinds = [e.type for e in events if e.type.startswith("tool_call")]
+    assert kinds == [
+        "tool_call_start",
+        "tool_call_progress",
+        "tool_call_progress",
+        "tool_call_progress",
+        "tool_call_end",
+    ]
+    progress = [e for e in events if isinstance(e, ToolCallProgress)]
+    assert [(p.index, p.chunk, p.tool_name) for p in progress] == [
+        (0, {"i": 0}, "spell"),
+        (1, {"i": 1}, "spell"),
+        (2, {"i": 2}, "spell"),
+    ]
+    end = next(e for e in events if isinstance(e, ToolCallEnd))
+    assert end.result == {"result": [{"i": 0}, {"i": 1}, {"i": 2}]}
+    assert {p.call_id for p in progress} == {end.call_id}
+    assert parse_lifecycle_event(progress[0].model_dump(mode="json")) == progress[0]
+
+
+async def test_g5_a_failing_stream_keeps_its_partial_result_and_reaches_error_hooks() -> None:
+    errors: list[str] = []
+
+    async def spell(n: int):
+        """Spells then fails."""
+        yield "a"
+        yield "b"
+        raise ValueError("broken pen")
+
+    def on_error(tool: Any, args: Any, tool_context: ToolContext, error: Exception) -> None:
+        errors.append(str(error))
+
+    model = ScriptedModel([FunctionCall(name="spell", args={"n": 3}), "done"])
+    agent = Agent(name="a", model=model, tools=[spell], on_tool_error_callback=on_error)
+    events = await collect(Runner(agent=agent, app_name=APP), "go")
+    assert errors == ["broken pen"]
+    assert events[1].get_function_responses()[0].response == {
+        "error": "ValueError: broken pen",
+        "partial_result": ["a", "b"],
+    }

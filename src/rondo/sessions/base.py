@@ -205,6 +205,7 @@ def _pending_for_call(event: Event, call: FunctionCall) -> PendingCall:
             invocation_id=event.invocation_id,
             agent_name=event.author,
             original_call=original,
+            original_call_id=original.id if original else None,
         )
     return PendingCall(
         call_id=call.id or "",
