@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rondo.errors import ConfigurationError
+from rondo.errors import ConfigurationError, ReadOnlyStateError
 from rondo.events import EventActions, ToolConfirmation
 from rondo.run_config import RunConfig
 from rondo.sessions.base import TEMP_PREFIX, BaseSessionService, Session
@@ -126,7 +126,7 @@ class State(Mapping[str, Any]):
 
     def __setitem__(self, key: str, value: Any) -> None:
         if self._readonly:
-            raise TypeError(
+            raise ReadOnlyStateError(
                 "this context's state is read-only; write state from a callback or tool"
             )
         self._delta[key] = value

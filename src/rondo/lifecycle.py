@@ -222,7 +222,8 @@ class RunMetrics(BaseModel):
 class RunEnd(_Lifecycle):
     """The run ended normally or paused (then `pending` lists what it waits for).
 
-    `is_abnormal` is True only when the run ended on a partial response (SPEC F4). The full
+    `is_abnormal` is True when the run ended on a partial response (SPEC F4) or its final
+    answer does not fit the output schema (`error` says why; `output` is then None). The full
     result of a stream is read here, never by concatenating deltas (SPEC V4).
     """
 
@@ -232,6 +233,7 @@ class RunEnd(_Lifecycle):
     metrics: RunMetrics = Field(default_factory=RunMetrics)
     is_abnormal: bool = False
     pending: list[PendingCall] = Field(default_factory=list[PendingCall])
+    error: str | None = None
 
 
 class TaskEvent(_Lifecycle):

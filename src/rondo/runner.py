@@ -18,7 +18,12 @@ from rondo._ids import new_invocation_id, new_run_id
 from rondo._sync import iterate_sync, run_coroutine_sync
 from rondo.agents.base import BaseAgent, Item
 from rondo.context import Demand, InvocationContext
-from rondo.errors import ConfigurationError
+from rondo.errors import (
+    ConfigurationError,
+    InvalidMessageError,
+    OutputValidationError,
+    RondoError,
+)
 from rondo.events import Event, EventActions, PendingCall
 from rondo.plugins import Plugin, PluginManager
 from rondo.run_config import RunConfig
@@ -34,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RunResult", "Runner"]
 
-Message = Content | str | Sequence[Part] | None
+Message = Content | str | Part | Sequence[Part] | None
 
 
 @dataclass
@@ -50,6 +55,9 @@ class RunResult:
     pending: list[PendingCall] = field(default_factory=list[PendingCall])
     metrics: RunMetrics = field(default_factory=lambda: _run_metrics())
     is_abnormal: bool = False
+    # Why the run did not produce its output: an `OutputValidationError` when the final
+    # answer does not fit the answering agent's output schema (then `output` is None).
+    error: RondoError | None = None
 
 
 def _run_metrics(**values: Any) -> RunMetrics:
@@ -65,10 +73,15 @@ def _as_content(message: Message) -> Content | None:
         return message
     if isinstance(message, str):
         return Content.user(message)
-    parts = list(message)
-    if all(isinstance(p, Part) for p in parts):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(message, Part):
+        return Content(role="user", parts=[message])
+    parts: list[Any] = list(message) if isinstance(message, Sequence) else [message]  # pyright: ignore[reportUnnecessaryIsInstance]
+    if parts and all(isinstance(p, Part) for p in parts):
         return Content(role="user", parts=parts)
-    raise TypeError("new_message must be Content, str, a list of Part or None")
+    raise InvalidMessageError(
+        "new_message must be Content, str, a Part, a list of Part or None, got "
+        f"{type(message).__name__}"
+    )
 
 
 class _Summary:
@@ -101,19 +114,21 @@ class _Summary:
     def text(self) -> str:
         return self.final.text if self.final is not None else ""
 
-    def output(self, root: BaseAgent) -> Any:
+    def output(self, root: BaseAgent) -> tuple[Any, OutputValidationError | None]:
+        """The run's output, or the reason its final answer is not one (S2: an answer that
+        does not fit the output schema is never passed off as the result)."""
         from rondo.agents.llm import Agent
 
         final = self.final
         if final is None:
-            return None
+            return None, None
         agent = root.find_agent(final.author)
         if isinstance(agent, Agent) and agent.output_schema is not None:
             try:
-                return agent.parse_output(final.text)
-            except ValueError:
-                return final.text
-        return final.text
+                return agent.parse_output(final.text), None
+            except OutputValidationError as exc:
+                return None, exc
+        return final.text, None
 
     def metrics(self, ctx: InvocationContext) -> RunMetrics:
         return _run_metrics(
@@ -130,13 +145,15 @@ class _Summary:
         return self.last is not None and self.last.partial
 
     def report(self, ctx: InvocationContext, root: BaseAgent) -> dict[str, Any]:
-        """What the run's `RunEnd` and `RunResult` report."""
+        """What the run's `RunEnd` and `RunResult` report (`error`: an exception)."""
+        output, error = self.output(root)
         return {
             "text": self.text(),
-            "output": self.output(root),
+            "output": output,
             "metrics": self.metrics(ctx),
-            "is_abnormal": self.abnormal,
+            "is_abnormal": self.abnormal or error is not None,
             "pending": [p for p in ctx.session.pending if p.run_id == ctx.run_id],
+            "error": error,
         }
 
 
@@ -349,7 +366,9 @@ class Runner:
         if observe:
             from rondo.lifecycle import RunEnd
 
-            yield RunEnd(**ctx.correlation(), **report)
+            wire: dict[str, Any] = dict(report)
+            wire["error"] = str(report["error"]) if report["error"] is not None else None
+            yield RunEnd(**ctx.correlation(), **wire)
 
     async def _begin(
         self,
