@@ -517,6 +517,11 @@ class ToolContext(CallbackContext):
     def tool_name(self) -> str:
         return self._call.name if self._call is not None else ""
 
+    @property
+    def reason_id(self) -> str:
+        """The model round whose call this is (lifecycle correlation)."""
+        return self._reason_id
+
     async def mark_started(self) -> None:
         """The call is being handled: its `ToolCallStart` goes to the lifecycle stream
         (once), and the call goes on only after the consumer received it (SPEC R7)."""
