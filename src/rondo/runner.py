@@ -8,38 +8,37 @@ construction of lifecycle objects inside the same loop.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rondo._ids import new_invocation_id, new_run_id
-from rondo._sync import iterate_sync, run_coroutine_sync
 from rondo.agents.base import BaseAgent, Item
-from rondo.context import Demand, InvocationContext
 from rondo.errors import (
     ConfigurationError,
     InvalidMessageError,
     OutputValidationError,
     RondoError,
 )
-from rondo.events import Event, EventActions, PendingCall
-from rondo.plugins import Plugin, PluginManager
-from rondo.run_config import RunConfig
-from rondo.sessions.base import TEMP_PREFIX, BaseSessionService, Session
-from rondo.sessions.memory import InMemorySessionService
-from rondo.types import Content, Part
 
 if TYPE_CHECKING:
-    # The lifecycle classes load on first use: a records-only run never needs them.
+    # Records, contexts, stores and the lifecycle classes load when a runner is built or
+    # first runs: `from rondo import Runner` stays cheap (issue 8), and a records-only run
+    # never needs the lifecycle classes.
     from rondo.artifacts.base import BaseArtifactService
+    from rondo.context import Demand, InvocationContext
+    from rondo.events import Event, PendingCall
     from rondo.lifecycle import LifecycleEvent, RunMetrics
     from rondo.memory.base import BaseMemoryService
+    from rondo.plugins import Plugin
+    from rondo.run_config import RunConfig
+    from rondo.sessions.base import BaseSessionService, Session
+    from rondo.types import Content, Part
 
 __all__ = ["RunResult", "Runner"]
 
-Message = Content | str | Part | Sequence[Part] | None
+if TYPE_CHECKING:
+    Message = Content | str | Part | Sequence[Part] | None
 
 
 @dataclass
@@ -52,7 +51,7 @@ class RunResult:
     session_id: str
     text: str = ""
     run_id: str = ""
-    pending: list[PendingCall] = field(default_factory=list[PendingCall])
+    pending: list[PendingCall] = field(default_factory=lambda: [])
     metrics: RunMetrics = field(default_factory=lambda: _run_metrics())
     is_abnormal: bool = False
     # Why the run did not produce its output: an `OutputValidationError` when the final
@@ -67,6 +66,8 @@ def _run_metrics(**values: Any) -> RunMetrics:
 
 
 def _as_content(message: Message) -> Content | None:
+    from rondo.types import Content, Part
+
     if message is None:
         return None
     if isinstance(message, Content):
@@ -170,6 +171,9 @@ class Runner:
         memory_service: BaseMemoryService | None = None,
         plugins: Sequence[Plugin] = (),
     ) -> None:
+        from rondo.plugins import PluginManager
+        from rondo.sessions.memory import InMemorySessionService
+
         if not isinstance(agent, BaseAgent):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigurationError(f"Runner needs an agent, got {agent!r}")
         self.agent = agent
@@ -191,6 +195,8 @@ class Runner:
         state_delta: Mapping[str, Any] | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Run one invocation and yield its records; each is stored before it is yielded."""
+        from rondo.events import Event
+
         execution = self.execute(
             user_id, session_id, new_message, run_config, state_delta, observe=False
         )
@@ -212,6 +218,9 @@ class Runner:
 
         Streams model output (`streaming_mode="sse"`) unless `run_config` says otherwise.
         """
+        from rondo.events import Event
+        from rondo.run_config import RunConfig
+
         config = run_config or RunConfig(streaming_mode="sse")
         execution = self.execute(
             user_id, session_id, new_message, config, state_delta, observe=True
@@ -231,6 +240,8 @@ class Runner:
         state_delta: Mapping[str, Any] | None = None,
     ) -> Iterator[Event]:
         """`run_async` for synchronous code."""
+        from rondo._sync import iterate_sync
+
         return iterate_sync(
             lambda: self.run_async(
                 user_id=user_id,
@@ -250,6 +261,8 @@ class Runner:
         run_config: RunConfig | None = None,
     ) -> RunResult:
         """Run one invocation to the end and return its `RunResult` (no lifecycle objects)."""
+        from rondo.events import Event
+
         if session_id is None:
             session_id = await self.new_session_id(user_id)
         events: list[Event] = []
@@ -271,6 +284,8 @@ class Runner:
         new_message: Message = None,
         run_config: RunConfig | None = None,
     ) -> RunResult:
+        from rondo._sync import run_coroutine_sync
+
         return run_coroutine_sync(
             lambda: self.run_to_result(
                 user_id=user_id,
@@ -298,6 +313,8 @@ class Runner:
         await self.close()
 
     async def new_session_id(self, user_id: str) -> str:
+        import uuid
+
         session = await self.session_service.create_session(
             app_name=self.app_name, user_id=user_id, session_id=uuid.uuid4().hex
         )
@@ -320,6 +337,8 @@ class Runner:
         """The one execution path behind every entry point: yields records and, with
         `observe`, the lifecycle events built alongside them. `result`, when given, is
         filled with what `RunResult` reports. A sub-run passes its caller's `demand`."""
+        from rondo.events import Event
+
         ctx, resumed = await self._begin(
             user_id,
             session_id,
@@ -381,6 +400,10 @@ class Runner:
         demand: Demand | None = None,
     ) -> tuple[InvocationContext, bool]:
         """Get or create the session, pick the run and the agent, store the user's message."""
+        from rondo._ids import new_invocation_id
+        from rondo.context import InvocationContext
+        from rondo.events import Event, EventActions
+
         service = self.session_service
         session = await service.get_session(
             app_name=self.app_name, user_id=user_id, session_id=session_id
@@ -433,6 +456,9 @@ class Runner:
         early = await plugins.run("before_run", ctx)
         if early is None:
             return None
+        from rondo.events import Event
+        from rondo.types import Content
+
         event = Event(
             author=self.agent.name,
             invocation_id=ctx.invocation_id,
@@ -455,6 +481,8 @@ class Runner:
 
     async def _append(self, ctx: InvocationContext, event: Event) -> Event:
         """Store `event`; returns the stored record (without `temp:` keys)."""
+        from rondo.sessions.base import TEMP_PREFIX
+
         delta = event.actions.state_delta
         if delta:
             # temp: keys live for this invocation only; the store drops them (SPEC R3).
@@ -468,6 +496,8 @@ class Runner:
     @staticmethod
     def _run_id_for(session: Session, message: Content | None) -> tuple[str, bool]:
         """A message that only answers pending calls continues their run; else a new run."""
+        from rondo._ids import new_run_id
+
         pending = session.pending
         if message is None:
             # An empty message continues a paused run: pending calls, or an answer that

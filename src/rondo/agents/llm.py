@@ -7,22 +7,22 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from pydantic import TypeAdapter, ValidationError
-
 from rondo._callbacks import Callbacks, normalize_callbacks
 from rondo.agents.base import BaseAgent, Item
 from rondo.errors import ConfigurationError, InvalidCallbackError, OutputValidationError
-from rondo.events import Event
-from rondo.models.base import GenerateConfig, Model
-from rondo.models.registry import resolve_model
-from rondo.tools.base import BaseTool, BaseToolset
-from rondo.tools.function import as_tool
 
+# Models, tools and pydantic load when an agent is built, not when the class is imported
+# (`from rondo import Agent` stays cheap: issue 8).
 if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
     from rondo.context import InvocationContext
+    from rondo.events import Event
     from rondo.lifecycle import LifecycleEvent
+    from rondo.models.base import GenerateConfig, Model
     from rondo.run_config import RunConfig
     from rondo.runner import RunResult
+    from rondo.tools.base import BaseTool, BaseToolset
 
 __all__ = ["Agent", "InstructionProvider", "LlmAgent"]
 
@@ -72,6 +72,11 @@ class Agent(BaseAgent):
             before_agent_callback=before_agent_callback,
             after_agent_callback=after_agent_callback,
         )
+        from rondo.models.base import GenerateConfig, Model
+        from rondo.models.registry import resolve_model
+        from rondo.tools.base import BaseTool, BaseToolset
+        from rondo.tools.function import as_tool
+
         if isinstance(model, str):
             model = resolve_model(model)
         elif model is not None and not isinstance(cast(Any, model), Model):
@@ -104,6 +109,8 @@ class Agent(BaseAgent):
         self.output_schema = output_schema
         self._output_adapter: TypeAdapter[Any] | None = None
         if output_schema is not None:
+            from pydantic import TypeAdapter
+
             try:
                 self._output_adapter = TypeAdapter(output_schema)
                 self._output_json_schema = self._output_adapter.json_schema()
@@ -160,6 +167,8 @@ class Agent(BaseAgent):
         """The final answer validated against `output_schema`. JSON in a fenced block
         (```json ... ```) is read too; an answer that does not fit raises
         `OutputValidationError` (never passed off as the result)."""
+        from pydantic import ValidationError
+
         adapter = self._output_adapter
         if adapter is None:
             raise ConfigurationError(f"agent {self.name!r} has no output_schema")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rondo.agents._concurrent import DONE, interleave
 from rondo.agents.base import BaseAgent, Item
-from rondo.context import InvocationContext
 from rondo.errors import ConfigurationError
-from rondo.events import Event
+
+if TYPE_CHECKING:
+    from rondo.context import InvocationContext
 
 __all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent"]
 
@@ -39,6 +39,8 @@ class ParallelAgent(BaseAgent):
     """
 
     async def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
+        from rondo.agents._concurrent import DONE, interleave
+
         runs = [
             (sub, ctx.for_agent(ctx.agent, branch=child_branch(ctx.branch, self.name, sub.name)))
             for sub in self.sub_agents
@@ -63,6 +65,8 @@ class LoopAgent(BaseAgent):
         self.max_iterations = max_iterations
 
     async def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
+        from rondo.events import Event
+
         iteration = 0
         while self.max_iterations is None or iteration < self.max_iterations:
             iteration += 1
