@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from rondo._version import __version__
+from rondo.cli.eval import eval_command
 from rondo.cli.loading import CliError, load_agent, open_session_service, override_model
 from rondo.cli.render import JsonLinesRenderer, LiveRenderer
 from rondo.errors import RondoError
@@ -188,6 +189,9 @@ def run(
     except KeyboardInterrupt:
         errors.print("[yellow]interrupted[/]")
         raise typer.Exit(130) from None
+
+
+app.command("eval")(eval_command)
 
 
 def main() -> None:
