@@ -166,3 +166,41 @@ async def test_evaluate_inside_a_running_event_loop(tiny: Path) -> None:
     sync_report = evaluate(WEATHER / "agent.py", tiny)
     async_report = await evaluate_async(WEATHER / "agent.py", tiny)
     assert sync_report.summary() == async_report.summary()
+
+
+def test_record_an_eval_run_then_replay_it_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cassette = tmp_path / "weather.jsonl"
+    evalset = str(WEATHER / "weather.evalset.json")
+    code, recorded, err = cli(str(WEATHER / "agent.py"), evalset, "--record", str(cassette))
+    assert code == 1, err
+    # The same agent written for OpenAI, replayed with neither the SDK nor a key.
+    offline = tmp_path / "offline" / "agent.py"
+    offline.parent.mkdir()
+    shutil.copy(WEATHER / "brain.py", offline.parent / "brain.py")
+    source = (
+        (WEATHER / "agent.py")
+        .read_text()
+        .replace('ScriptedModel([answer] * 200, name="brain")', '"openai:gpt-4o-mini"')
+    )
+    assert '"openai:gpt-4o-mini"' in source
+    offline.write_text(source)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setitem(sys.modules, "openai", None)
+    monkeypatch.delitem(sys.modules, "rondo.models.openai", raising=False)
+    code, replayed, err = cli(str(offline), evalset, "--replay", str(cassette))
+    assert code == 1, err
+    assert replayed == recorded
+    assert "3 of 6 cases passed" in replayed
+
+
+def test_a_replayed_eval_that_diverges_fails_the_case(tmp_path: Path, tiny: Path) -> None:
+    cassette = tmp_path / "tiny.jsonl"
+    assert cli(str(WEATHER / "agent.py"), str(tiny), "--record", str(cassette))[0] == 1
+    other = tmp_path / "other.evalset.json"
+    other.write_text(json.dumps(eval_set(("first", "a", "Fine."), ("second", "changed", "Fine."))))
+    code, out, _ = cli(str(WEATHER / "agent.py"), str(other), "--replay", str(cassette))
+    assert code == 1
+    assert "second: the run failed: CassetteMismatchError: " in out
+    assert "recorded 'b', got 'changed'" in out

@@ -2,6 +2,8 @@
 
 Exit codes: 0 when every case passed, 1 when one failed (they are named), 2 when the input
 cannot be used (an agent that does not load, a malformed eval set or config).
+`--record FILE` / `--replay FILE` run the eval set through a cassette, as `rondo run` does:
+record once against the real model, then evaluate offline.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from rondo.cli.cassettes import CliCassette
 from rondo.cli.loading import CliError, load_agent, override_model
 from rondo.errors import RondoError
 
 if TYPE_CHECKING:
-    from rondo.evaluation import CaseResult, EvalConfig, EvalSet
+    from rondo.agents.base import BaseAgent
+    from rondo.evaluation import CaseResult, EvalConfig, EvalSet, Progress
 
 __all__ = ["eval_command"]
 
@@ -48,17 +52,25 @@ def _initial_session(path: str | None) -> dict[str, Any] | None:
     return dict(data)  # pyright: ignore[reportUnknownArgumentType]
 
 
-def _load(
-    agent_path: str, evalset_file: str, config: str | None, session: str | None
-) -> tuple[Any, EvalSet, EvalConfig]:
+def _load(evalset_file: str, config: str | None, session: str | None) -> tuple[EvalSet, EvalConfig]:
     from rondo.evaluation import load_eval_set
 
     eval_set = load_eval_set(evalset_file, initial_session=_initial_session(session))
-    criteria = _config(config, evalset_file)
-    return load_agent(agent_path), eval_set, criteria
+    return eval_set, _config(config, evalset_file)
 
 
-def _progress(errors: Console) -> Any:
+def _agent(agent_path: str, model: str | None, cassette: CliCassette) -> BaseAgent:
+    with cassette.loading():
+        agent = load_agent(agent_path)
+        if model is not None:
+            from rondo.models.registry import resolve_model
+
+            override_model(agent, resolve_model(model))
+    cassette.attach(agent)
+    return agent
+
+
+def _progress(errors: Console) -> Progress:
     def show(result: CaseResult, done: int, total: int) -> None:
         verdict = "[green]passed[/]" if result.passed else "[red]failed[/]"
         errors.print(f"[dim]\\[{done}/{total}][/] {escape(result.eval_id)} {verdict}")
@@ -92,6 +104,14 @@ def eval_command(
         str | None,
         typer.Option("--model", help="Model string overriding the agent's, e.g. local:smollm2."),
     ] = None,
+    record: Annotated[
+        str | None,
+        typer.Option("--record", help="Write every model exchange to this cassette (JSONL)."),
+    ] = None,
+    replay: Annotated[
+        str | None,
+        typer.Option("--replay", help="Answer every model call from this cassette, offline."),
+    ] = None,
 ) -> None:
     """Run an ADK eval set against an agent and score it as `adk eval` does."""
     from rondo.evaluation import EvalSetError, run_eval
@@ -101,11 +121,9 @@ def eval_command(
         out.width = _PIPE_WIDTH  # logs and CI: no folded table cells
     errors = Console(stderr=True, soft_wrap=True, highlight=False)
     try:
-        agent, eval_set, criteria = _load(agent_path, evalset_file, config, initial_session)
-        if model is not None:
-            from rondo.models.registry import resolve_model
-
-            override_model(agent, resolve_model(model))
+        cassette = CliCassette(record=record, replay=replay)
+        eval_set, criteria = _load(evalset_file, config, initial_session)
+        agent = _agent(agent_path, model, cassette)
         for name, why in criteria.not_evaluated:
             errors.print(f"[yellow]warning:[/] not evaluating {escape(name)}: {escape(why)}")
         count = len(eval_set.eval_cases)
@@ -126,4 +144,9 @@ def eval_command(
     for line in report.notes():
         out.print(line, markup=False)
     out.print(report.summary(), markup=False)
+    try:
+        cassette.finish()
+    except RondoError as exc:  # the replayed agent made fewer calls than were recorded
+        errors.print(f"[red]error:[/] {escape(f'{type(exc).__name__}: {exc}')}")
+        raise typer.Exit(EXIT_FAILED) from None
     raise typer.Exit(0 if report.passed else EXIT_FAILED)
