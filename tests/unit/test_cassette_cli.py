@@ -145,3 +145,18 @@ def test_replaying_a_missing_cassette_is_a_one_line_error(tmp_path: Path) -> Non
     code, _, err = run(str(agent), "hi", "--replay", str(tmp_path / "none.jsonl"))
     assert code == 1
     assert err.strip() == f"error: CassetteError: no such cassette: {tmp_path / 'none.jsonl'}"
+
+
+@pytest.mark.usefixtures("live_models")
+def test_model_strings_resolve_normally_again_after_a_replay(tmp_path: Path) -> None:
+    from rondo.models import resolve_model
+    from rondo.models.registry import substitute_models
+
+    cassette = tmp_path / "weather.jsonl"
+    agent = agent_file(tmp_path / "agent.py", "clirec:gpt")
+    assert run(str(agent), "Weather in Paris?", "--record", str(cassette))[0] == 0
+    assert run(str(agent), "Weather in Paris?", "--replay", str(cassette))[0] == 0
+    assert isinstance(resolve_model("clirec:gpt"), ScriptedModel)
+    with substitute_models(lambda spec: ScriptedModel([], name=f"stand-in for {spec}")):
+        assert resolve_model("openai:gpt-4o").name == "stand-in for openai:gpt-4o"
+    assert isinstance(resolve_model("clirec:gpt"), ScriptedModel)

@@ -12,9 +12,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from rondo._version import __version__
-from rondo.cli.cassettes import CliCassette
+from rondo.cli.cassettes import CliCassette, RecordOption, ReplayOption
 from rondo.cli.eval import eval_command
-from rondo.cli.loading import CliError, load_agent, open_session_service, override_model
+from rondo.cli.loading import CliError, open_session_service
 from rondo.cli.render import JsonLinesRenderer, LiveRenderer
 from rondo.errors import RondoError
 
@@ -163,26 +163,14 @@ def run(
         str | None,
         typer.Option("--model", help="Model string overriding the agent's, e.g. local:smollm2."),
     ] = None,
-    record: Annotated[
-        str | None,
-        typer.Option("--record", help="Write every model exchange to this cassette (JSONL)."),
-    ] = None,
-    replay: Annotated[
-        str | None,
-        typer.Option("--replay", help="Answer every model call from this cassette, offline."),
-    ] = None,
+    record: RecordOption = None,
+    replay: ReplayOption = None,
 ) -> None:
     """Run a message through an agent (`root_agent`), or chat with it."""
     errors = Console(stderr=True, soft_wrap=True, highlight=False)
     try:
         cassette = CliCassette(record=record, replay=replay)
-        with cassette.loading():
-            agent = load_agent(path)
-            if model is not None:
-                from rondo.models.registry import resolve_model
-
-                override_model(agent, resolve_model(model))
-        cassette.attach(agent)
+        agent = cassette.load_agent(path, model)
         interactive = message is None and _stdin_is_tty() and not jsonl
         if message is None and not interactive:
             message = sys.stdin.read().strip()

@@ -10,16 +10,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from rondo.cli.loading import CliError
+import typer
+
+from rondo.cli.loading import CliError, load_agent, override_model
 
 if TYPE_CHECKING:
     from rondo.agents.base import BaseAgent
     from rondo.models.base import Model
     from rondo.testing.cassette import CassettePlayer, CassetteRecorder
 
-__all__ = ["CliCassette"]
+__all__ = ["CliCassette", "RecordOption", "ReplayOption"]
+
+RecordOption = Annotated[
+    str | None,
+    typer.Option("--record", help="Write every model exchange to this cassette (JSONL)."),
+]
+ReplayOption = Annotated[
+    str | None,
+    typer.Option("--replay", help="Answer every model call from this cassette, offline."),
+]
 
 
 def _swap_models(root: BaseAgent, swap: Callable[[Model], Model]) -> None:
@@ -63,6 +74,17 @@ class CliCassette:
 
         with substitute_models(lambda spec: self._replay_model(spec.partition(":")[2] or spec)):
             yield
+
+    def load_agent(self, path: str, model: str | None) -> BaseAgent:
+        """The agent at `path` (with `--model` applied), its models through the cassette."""
+        with self.loading():
+            agent = load_agent(path)
+            if model is not None:
+                from rondo.models.registry import resolve_model
+
+                override_model(agent, resolve_model(model))
+        self.attach(agent)
+        return agent
 
     def attach(self, agent: BaseAgent) -> None:
         """After loading: wrap every model for recording, or replace it by its replay."""

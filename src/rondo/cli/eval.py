@@ -9,20 +9,17 @@ record once against the real model, then evaluate offline.
 from __future__ import annotations
 
 import asyncio
-import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from rondo.cli.cassettes import CliCassette
-from rondo.cli.loading import CliError, load_agent, override_model
+from rondo.cli.cassettes import CliCassette, RecordOption, ReplayOption
+from rondo.cli.loading import CliError
 from rondo.errors import RondoError
 
 if TYPE_CHECKING:
-    from rondo.agents.base import BaseAgent
     from rondo.evaluation import CaseResult, EvalConfig, EvalSet, Progress
 
 __all__ = ["eval_command"]
@@ -40,13 +37,11 @@ def _config(config: str | None, evalset_file: str) -> EvalConfig:
 
 def _initial_session(path: str | None) -> dict[str, Any] | None:
     from rondo.evaluation import EvalSetError
+    from rondo.evaluation.evalset import read_json
 
     if path is None:
         return None
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise EvalSetError(f"cannot read the initial session {path}: {exc}") from None
+    data = read_json(path, "initial session file")
     if not isinstance(data, dict):
         raise EvalSetError(f"{path}: an initial session is an object (app_name, user_id, state)")
     return dict(data)  # pyright: ignore[reportUnknownArgumentType]
@@ -57,17 +52,6 @@ def _load(evalset_file: str, config: str | None, session: str | None) -> tuple[E
 
     eval_set = load_eval_set(evalset_file, initial_session=_initial_session(session))
     return eval_set, _config(config, evalset_file)
-
-
-def _agent(agent_path: str, model: str | None, cassette: CliCassette) -> BaseAgent:
-    with cassette.loading():
-        agent = load_agent(agent_path)
-        if model is not None:
-            from rondo.models.registry import resolve_model
-
-            override_model(agent, resolve_model(model))
-    cassette.attach(agent)
-    return agent
 
 
 def _progress(errors: Console) -> Progress:
@@ -104,14 +88,8 @@ def eval_command(
         str | None,
         typer.Option("--model", help="Model string overriding the agent's, e.g. local:smollm2."),
     ] = None,
-    record: Annotated[
-        str | None,
-        typer.Option("--record", help="Write every model exchange to this cassette (JSONL)."),
-    ] = None,
-    replay: Annotated[
-        str | None,
-        typer.Option("--replay", help="Answer every model call from this cassette, offline."),
-    ] = None,
+    record: RecordOption = None,
+    replay: ReplayOption = None,
 ) -> None:
     """Run an ADK eval set against an agent and score it as `adk eval` does."""
     from rondo.evaluation import EvalSetError, run_eval
@@ -123,7 +101,7 @@ def eval_command(
     try:
         cassette = CliCassette(record=record, replay=replay)
         eval_set, criteria = _load(evalset_file, config, initial_session)
-        agent = _agent(agent_path, model, cassette)
+        agent = cassette.load_agent(agent_path, model)
         for name, why in criteria.not_evaluated:
             errors.print(f"[yellow]warning:[/] not evaluating {escape(name)}: {escape(why)}")
         count = len(eval_set.eval_cases)

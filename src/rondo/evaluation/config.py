@@ -9,13 +9,12 @@ rondo — with a warning, and listed in the report. Without a config, ADK's defa
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from rondo.evaluation.evalset import EvalSetError
+from rondo.evaluation.evalset import EvalSetError, read_json
 
 __all__ = [
     "DEFAULT_CRITERIA",
@@ -140,17 +139,7 @@ def parse_eval_config(data: Any, *, source: str = "eval config") -> EvalConfig:
 
 def load_eval_config(path: str | Path) -> EvalConfig:
     """Read a `test_config.json`; `EvalSetError` if it cannot be used."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise EvalSetError(f"no such config file: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EvalSetError(f"cannot read {path}: {exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise EvalSetError(f"{path} is not valid JSON: {exc}") from None
-    return parse_eval_config(data, source=str(path))
+    return parse_eval_config(read_json(path, "config file"), source=str(path))
 
 
 def config_beside(eval_set_path: str | Path) -> EvalConfig:

@@ -348,17 +348,21 @@ def parse_eval_set(
     return _check(eval_set, source)
 
 
-def load_eval_set(path: str | Path, *, initial_session: Mapping[str, Any] | None = None) -> EvalSet:
-    """Read an eval-set file (`*.evalset.json` or `*.test.json`); `EvalSetError` if unusable."""
-    file = Path(path)
+def read_json(path: str | Path, what: str) -> Any:
+    """The decoded JSON of `path`; `EvalSetError` saying what is wrong if there is none."""
     try:
-        text = file.read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise EvalSetError(f"no such eval set file: {path}") from None
+        raise EvalSetError(f"no such {what}: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise EvalSetError(f"cannot read {path}: {exc}") from None
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise EvalSetError(f"{path} is not valid JSON: {exc}") from None
+
+
+def load_eval_set(path: str | Path, *, initial_session: Mapping[str, Any] | None = None) -> EvalSet:
+    """Read an eval-set file (`*.evalset.json` or `*.test.json`); `EvalSetError` if unusable."""
+    data = read_json(path, "eval set file")
     return parse_eval_set(data, source=str(path), initial_session=initial_session)
