@@ -17,8 +17,13 @@ from typing import TYPE_CHECKING, Any
 from rondo._ids import new_invocation_id, new_run_id
 from rondo._sync import iterate_sync, run_coroutine_sync
 from rondo.agents.base import BaseAgent, Item
-from rondo.context import InvocationContext
-from rondo.errors import ConfigurationError
+from rondo.context import Demand, InvocationContext
+from rondo.errors import (
+    ConfigurationError,
+    InvalidMessageError,
+    OutputValidationError,
+    RondoError,
+)
 from rondo.events import Event, EventActions, PendingCall
 from rondo.plugins import Plugin, PluginManager
 from rondo.run_config import RunConfig
@@ -34,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RunResult", "Runner"]
 
-Message = Content | str | Sequence[Part] | None
+Message = Content | str | Part | Sequence[Part] | None
 
 
 @dataclass
@@ -50,6 +55,9 @@ class RunResult:
     pending: list[PendingCall] = field(default_factory=list[PendingCall])
     metrics: RunMetrics = field(default_factory=lambda: _run_metrics())
     is_abnormal: bool = False
+    # Why the run did not produce its output: an `OutputValidationError` when the final
+    # answer does not fit the answering agent's output schema (then `output` is None).
+    error: RondoError | None = None
 
 
 def _run_metrics(**values: Any) -> RunMetrics:
@@ -65,10 +73,15 @@ def _as_content(message: Message) -> Content | None:
         return message
     if isinstance(message, str):
         return Content.user(message)
-    parts = list(message)
-    if all(isinstance(p, Part) for p in parts):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(message, Part):
+        return Content(role="user", parts=[message])
+    parts: list[Any] = list(message) if isinstance(message, Sequence) else [message]  # pyright: ignore[reportUnnecessaryIsInstance]
+    if parts and all(isinstance(p, Part) for p in parts):
         return Content(role="user", parts=parts)
-    raise TypeError("new_message must be Content, str, a list of Part or None")
+    raise InvalidMessageError(
+        "new_message must be Content, str, a Part, a list of Part or None, got "
+        f"{type(message).__name__}"
+    )
 
 
 class _Summary:
@@ -101,19 +114,21 @@ class _Summary:
     def text(self) -> str:
         return self.final.text if self.final is not None else ""
 
-    def output(self, root: BaseAgent) -> Any:
+    def output(self, root: BaseAgent) -> tuple[Any, OutputValidationError | None]:
+        """The run's output, or the reason its final answer is not one (S2: an answer that
+        does not fit the output schema is never passed off as the result)."""
         from rondo.agents.llm import Agent
 
         final = self.final
         if final is None:
-            return None
+            return None, None
         agent = root.find_agent(final.author)
         if isinstance(agent, Agent) and agent.output_schema is not None:
             try:
-                return agent.parse_output(final.text)
-            except ValueError:
-                return final.text
-        return final.text
+                return agent.parse_output(final.text), None
+            except OutputValidationError as exc:
+                return None, exc
+        return final.text, None
 
     def metrics(self, ctx: InvocationContext) -> RunMetrics:
         return _run_metrics(
@@ -130,13 +145,15 @@ class _Summary:
         return self.last is not None and self.last.partial
 
     def report(self, ctx: InvocationContext, root: BaseAgent) -> dict[str, Any]:
-        """What the run's `RunEnd` and `RunResult` report."""
+        """What the run's `RunEnd` and `RunResult` report (`error`: an exception)."""
+        output, error = self.output(root)
         return {
             "text": self.text(),
-            "output": self.output(root),
+            "output": output,
             "metrics": self.metrics(ctx),
-            "is_abnormal": self.abnormal,
+            "is_abnormal": self.abnormal or error is not None,
             "pending": [p for p in ctx.session.pending if p.run_id == ctx.run_id],
+            "error": error,
         }
 
 
@@ -298,32 +315,49 @@ class Runner:
         *,
         observe: bool,
         result: dict[str, Any] | None = None,
+        demand: Demand | None = None,
     ) -> AsyncGenerator[Item, None]:
         """The one execution path behind every entry point: yields records and, with
         `observe`, the lifecycle events built alongside them. `result`, when given, is
-        filled with what `RunResult` reports."""
+        filled with what `RunResult` reports. A sub-run passes its caller's `demand`."""
         ctx, resumed = await self._begin(
-            user_id, session_id, _as_content(new_message), run_config, state_delta, observe
+            user_id,
+            session_id,
+            _as_content(new_message),
+            run_config,
+            state_delta,
+            observe,
+            demand,
+        )
+        # R7: while the consumer holds an item, work beside the loop starts nothing new.
+        pause, resume = (
+            (_noop, _noop) if demand is not None else (ctx.demand.pause, ctx.demand.resume)
         )
         summary = _Summary()
         if observe:
             from rondo.lifecycle import RunStart
 
+            pause()
             yield RunStart(
                 **ctx.correlation(), session_id=session_id, user_id=user_id, resumed=resumed
             )
+            resume()
         plugins = self.plugin_manager
         early = await self._before_run(ctx)
         if early is not None:
             summary.record(early)
+            pause()
             yield early
+            resume()
         else:
             async with aclosing(ctx.agent.run_async(ctx)) as items:
                 async for item in items:
                     if isinstance(item, Event):
                         item = await self._on_event(ctx, item)
                         summary.record(item)
+                    pause()
                     yield item
+                    resume()
             if "after_run" in plugins.active:
                 await plugins.run("after_run", ctx)
         report = summary.report(ctx, self.agent)
@@ -332,7 +366,9 @@ class Runner:
         if observe:
             from rondo.lifecycle import RunEnd
 
-            yield RunEnd(**ctx.correlation(), **report)
+            wire: dict[str, Any] = dict(report)
+            wire["error"] = str(report["error"]) if report["error"] is not None else None
+            yield RunEnd(**ctx.correlation(), **wire)
 
     async def _begin(
         self,
@@ -342,6 +378,7 @@ class Runner:
         run_config: RunConfig | None,
         state_delta: Mapping[str, Any] | None,
         observe: bool,
+        demand: Demand | None = None,
     ) -> tuple[InvocationContext, bool]:
         """Get or create the session, pick the run and the agent, store the user's message."""
         service = self.session_service
@@ -368,6 +405,7 @@ class Runner:
             artifact_service=self.artifact_service,
             memory_service=self.memory_service,
             observe=observe,
+            demand=demand,
         )
         if message is None and not state_delta:
             return ctx, resumed
@@ -412,17 +450,18 @@ class Runner:
             if replaced is not None:
                 event = replaced
         if not event.partial:
-            await self._append(ctx, event)
+            event = await self._append(ctx, event)
         return event
 
-    async def _append(self, ctx: InvocationContext, event: Event) -> None:
+    async def _append(self, ctx: InvocationContext, event: Event) -> Event:
+        """Store `event`; returns the stored record (without `temp:` keys)."""
         delta = event.actions.state_delta
         if delta:
             # temp: keys live for this invocation only; the store drops them (SPEC R3).
             for key, value in delta.items():
                 if key.startswith(TEMP_PREFIX):
                     ctx.temp_state[key] = value
-        await self.session_service.append_event(ctx.session, event)
+        return await self.session_service.append_event(ctx.session, event)
 
     # -- choosing the run and the agent -------------------------------------------------------
 
@@ -474,6 +513,10 @@ class Runner:
             if agent is not None and _may_transfer_back(agent):
                 return agent
         return root
+
+
+def _noop() -> None:
+    pass
 
 
 def _answered_run_id(events: Sequence[Event]) -> str | None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from rondo._callbacks import Callbacks, first_result, normalize_callbacks
 from rondo.context import CallbackContext, InvocationContext
-from rondo.errors import ConfigurationError, DuplicateAgentNameError
+from rondo.errors import ConfigurationError, DuplicateAgentNameError, InvalidCallbackError
 from rondo.events import Event
 from rondo.types import Content
 
@@ -127,7 +127,7 @@ class BaseAgent:
         legacy = getattr(self, "_run_async_impl", None)
         if legacy is not None:
             return legacy(ctx)
-        raise NotImplementedError(f"{type(self).__name__} must implement _run_impl")
+        raise ConfigurationError(f"{type(self).__name__} must implement _run_impl")
 
     def _callback_event(
         self, ctx: InvocationContext, cb_ctx: CallbackContext, content: Any
@@ -139,7 +139,7 @@ class BaseAgent:
             branch=ctx.branch,
             isolation_scope=ctx.isolation_scope,
             content=content,
-            actions=cb_ctx.actions,
+            actions=cb_ctx.actions.to_record(),
         )
 
     async def _before_agent(self, ctx: InvocationContext) -> Event | None:
@@ -180,4 +180,4 @@ def _as_content(value: Any) -> Content:
         return value
     if isinstance(value, str):
         return Content.model(value)
-    raise TypeError(f"an agent callback must return Content, str or None, got {value!r}")
+    raise InvalidCallbackError(f"an agent callback must return Content, str or None, got {value!r}")
