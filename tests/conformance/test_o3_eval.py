@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from rondo.cli import app
 from rondo.cli.loading import load_agent
 from rondo.evaluation import (
+    EvalFailedError,
     EvalReport,
     config_beside,
     load_eval_config,
@@ -161,8 +162,9 @@ def test_o3_runs_from_pytest() -> None:
     report = evaluate(WEATHER / "agent.py", WEATHER / "weather_legacy.json")
     assert report.config == config_beside(WEATHER / "weather_legacy.json")
     assert [c.eval_id for c in report.failures] == ["greeting_then_rome"]
-    with pytest.raises(AssertionError) as caught:
+    with pytest.raises(AssertionError) as caught:  # pytest shows a failed test, not an error
         report.assert_passed()
+    assert isinstance(caught.value, EvalFailedError)
     message = str(caught.value)
     assert message.startswith("eval failed: 2 of 3 cases passed; failed: greeting_then_rome\n")
     assert "tool_trajectory_avg_score │ 0.5" in message

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from rondo import Agent, FunctionCall, RunConfig
-from rondo.errors import LlmCallsLimitExceeded, ModelError
+from rondo.errors import LlmCallsLimitExceeded, ModelError, ModelRateLimitError
 from rondo.models import FunctionDeclaration, GenerateConfig, ModelRequest, ModelResponse
 from rondo.testing import (
     CassetteError,
@@ -212,6 +212,18 @@ async def test_errors_are_recorded_and_raised_again(tmp_path: Path) -> None:
         await drain(replayed.generate(request()))
     with pytest.raises(ModelError, match=r"^\(replayed\) RuntimeError: boom$"):
         await drain(replayed.generate(request()))
+
+
+async def test_provider_failures_keep_their_type_and_details(tmp_path: Path) -> None:
+    path = tmp_path / "limited.jsonl"
+    limited = ModelRateLimitError("slow down", status_code=429, provider="openai", model="gpt")
+    with pytest.raises(ModelRateLimitError):
+        await drain(record(ScriptedModel([limited]), path).generate(request()))
+    with pytest.raises(ModelRateLimitError) as caught:
+        await drain(replay(path).generate(request()))
+    replayed = caught.value
+    assert (str(replayed), replayed.status_code, replayed.retryable) == ("slow down", 429, True)
+    assert (replayed.provider, replayed.model) == ("openai", "gpt")
 
 
 async def test_rondo_errors_keep_their_type(tmp_path: Path) -> None:

@@ -29,7 +29,13 @@ from rondo.evaluation.evalset import (
     parse_eval_set,
 )
 from rondo.evaluation.metrics import ActualInvocation, Call, trajectory_matches
-from rondo.evaluation.report import CaseResult, EvalReport, InvocationResult, MetricResult
+from rondo.evaluation.report import (
+    CaseResult,
+    EvalFailedError,
+    EvalReport,
+    InvocationResult,
+    MetricResult,
+)
 from rondo.evaluation.rouge import Rouge1, rouge1
 from rondo.evaluation.runner import Progress, run_case, run_eval
 
@@ -43,6 +49,7 @@ __all__ = [
     "Criterion",
     "EvalCase",
     "EvalConfig",
+    "EvalFailedError",
     "EvalReport",
     "EvalSet",
     "EvalSetError",

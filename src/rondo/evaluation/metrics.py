@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rondo.evaluation.config import RESPONSE_MATCH, TOOL_TRAJECTORY, Criterion, MatchType
-from rondo.evaluation.evalset import ExpectedCall
+from rondo.evaluation.evalset import EvalSetError, ExpectedCall
 from rondo.evaluation.rouge import rouge1
 
 __all__ = ["ActualInvocation", "Call", "score_invocations", "trajectory_matches"]
@@ -83,7 +83,7 @@ def _score_one(
         return 1.0 if matched else 0.0
     if criterion.metric == RESPONSE_MATCH:
         return rouge1(actual.final_text, expected_text).fmeasure
-    raise ValueError(f"no metric named {criterion.metric!r}")
+    raise EvalSetError(f"rondo eval computes no metric named {criterion.metric!r}")
 
 
 def score_invocations(

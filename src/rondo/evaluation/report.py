@@ -9,13 +9,19 @@ from io import StringIO
 from rich.console import Console
 from rich.table import Table
 
+from rondo.errors import RondoError
 from rondo.evaluation.config import EvalConfig
 from rondo.evaluation.evalset import ExpectedCall
 from rondo.evaluation.metrics import ActualInvocation, Call
 
-__all__ = ["CaseResult", "EvalReport", "InvocationResult", "MetricResult"]
+__all__ = ["CaseResult", "EvalFailedError", "EvalReport", "InvocationResult", "MetricResult"]
 
 _SHOWN = 200
+
+
+class EvalFailedError(RondoError, AssertionError):
+    """`EvalReport.assert_passed()`: a case failed. An `AssertionError`, so pytest reports a
+    failed test (with the report) rather than an error."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +160,6 @@ class EvalReport:
         return lines
 
     def assert_passed(self) -> None:
-        """Raise `AssertionError` with the rendered report unless every case passed."""
+        """Raise `EvalFailedError` (an `AssertionError`) with the report unless all passed."""
         if not self.passed:
-            raise AssertionError(f"eval failed: {self.summary()}\n{self.render()}")
+            raise EvalFailedError(f"eval failed: {self.summary()}\n{self.render()}")

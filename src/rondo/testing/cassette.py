@@ -84,12 +84,29 @@ class CassetteMismatchError(CassetteError):
 
 
 class RecordedError(BaseModel):
-    """The exception a recorded model call raised."""
+    """The exception a recorded model call raised (with a `ModelError`'s details)."""
 
     model_config = ConfigDict(extra="forbid")
 
     type: str
     message: str
+    status_code: int | None = None
+    retryable: bool | None = None
+    provider: str | None = None
+    model: str | None = None
+
+    @classmethod
+    def of(cls, exc: Exception) -> RecordedError:
+        if isinstance(exc, ModelError):
+            return cls(
+                type=type(exc).__name__,
+                message=str(exc),
+                status_code=exc.status_code,
+                retryable=exc.retryable,
+                provider=exc.provider,
+                model=exc.model,
+            )
+        return cls(type=type(exc).__name__, message=str(exc))
 
 
 class Exchange(BaseModel):
@@ -247,7 +264,7 @@ class RecordingModel:
                 yield response
             call.finished = True
         except Exception as exc:
-            call.error = RecordedError(type=type(exc).__name__, message=str(exc))
+            call.error = RecordedError.of(exc)
             raise
         finally:
             aclose = getattr(responses, "aclose", None)
@@ -448,7 +465,16 @@ def request_difference(
 
 def _raise_recorded(error: RecordedError) -> None:
     cls: Any = getattr(rondo.errors, error.type, None)
-    if isinstance(cls, type) and issubclass(cls, RondoError) and error.type in rondo.errors.__all__:
+    known = error.type in rondo.errors.__all__ and isinstance(cls, type)
+    if known and issubclass(cls, ModelError):
+        raise cls(
+            error.message,
+            status_code=error.status_code,
+            retryable=error.retryable,
+            provider=error.provider,
+            model=error.model,
+        )
+    if known and issubclass(cls, RondoError):
         raise cls(error.message)
     raise ModelError(f"(replayed) {error.type}: {error.message}")
 
