@@ -179,10 +179,15 @@ class HITLDecided(_Lifecycle):
 
 
 class PlanUpdate(_Lifecycle):
+    """A plan was created, advanced or revised (`rondo.tools.plan`): the step titles, the
+    step the update concerns (`index`) and each step's status; between the planning call's
+    `ToolCallStart` and `ToolCallEnd`."""
+
     type: Literal["plan_update"] = "plan_update"
     stage: Literal["create", "progress", "revise"] = "create"
     plans: list[str] = Field(default_factory=list[str])
     index: int = 0
+    statuses: list[str] = Field(default_factory=list[str])
     reason_id: str | None = None
 
 

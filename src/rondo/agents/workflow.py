@@ -50,7 +50,11 @@ class ParallelAgent(BaseAgent):
 
 
 class LoopAgent(BaseAgent):
-    """Runs its sub-agents in order, repeatedly, until an event escalates or `max_iterations`."""
+    """Runs its sub-agents in order, repeatedly, until an event escalates or `max_iterations`.
+
+    The sub-agent whose event escalated finishes its run (as in ADK) — with `exit_loop`, which
+    also sets `skip_summarization`, that is right after the tool step, so its lifecycle stream
+    closes normally — and no later sub-agent or iteration starts."""
 
     def __init__(self, *, max_iterations: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -69,6 +73,5 @@ class LoopAgent(BaseAgent):
                         yield item
                         if isinstance(item, Event) and item.actions.escalate:
                             escalated = True
-                            break
                 if escalated or ctx.end_invocation:
                     return
