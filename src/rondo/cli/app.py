@@ -13,7 +13,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from rondo._version import __version__
-from rondo.cli.loading import CliError, load_agent, open_session_service, override_model
+from rondo.cli.cassettes import CliCassette, RecordOption, ReplayOption
+from rondo.cli.eval import eval_command
+from rondo.cli.loading import CliError, open_session_service
 from rondo.cli.render import JsonLinesRenderer, LiveRenderer
 from rondo.errors import RondoError
 from rondo.events import PendingCall
@@ -229,15 +231,14 @@ def run(
         str | None,
         typer.Option("--model", help="Model string overriding the agent's, e.g. local:smollm2."),
     ] = None,
+    record: RecordOption = None,
+    replay: ReplayOption = None,
 ) -> None:
     """Run a message through an agent (`root_agent`), or chat with it."""
     errors = Console(stderr=True, soft_wrap=True, highlight=False)
     try:
-        agent = load_agent(path)
-        if model is not None:
-            from rondo.models.registry import resolve_model
-
-            override_model(agent, resolve_model(model))
+        cassette = CliCassette(record=record, replay=replay)
+        agent = cassette.load_agent(path, model)
         interactive = message is None and _stdin_is_tty() and not jsonl
         if message is None and not interactive:
             message = sys.stdin.read().strip()
@@ -249,6 +250,7 @@ def run(
             asyncio.run(_chat(chat, errors))
         else:
             asyncio.run(_one_message(chat, message))
+        cassette.finish()
     except (CliError, RondoError) as exc:
         shown = str(exc) if isinstance(exc, CliError) else _describe(exc)
         errors.print(f"[red]error:[/] {escape(shown)}")
@@ -256,6 +258,9 @@ def run(
     except KeyboardInterrupt:
         errors.print("[yellow]interrupted[/]")
         raise typer.Exit(130) from None
+
+
+app.command("eval")(eval_command)
 
 
 def main() -> None:
