@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from rondo.agents.workflow import LoopAgent, ParallelAgent, SequentialAgent
     from rondo.context import CallbackContext, InvocationContext, ReadonlyContext, ToolContext
     from rondo.errors import (
+        AgentCardError,
         ConfigurationError,
         ContentsError,
         DuplicateAgentNameError,
@@ -40,6 +41,10 @@ if TYPE_CHECKING:
         ModelTimeoutError,
         OutputValidationError,
         ReadOnlyStateError,
+        RemoteAgentError,
+        RemoteAgentFailedError,
+        RemoteAgentTimeoutError,
+        RemoteAgentUnreachableError,
         RondoError,
         SchemaVersionError,
         ScriptExhaustedError,
@@ -138,10 +143,16 @@ _EXPORTS: dict[str, str] = {
     "ModelAuthError": "rondo.errors",
     "MissingAPIKeyError": "rondo.errors",
     "InvalidMessageError": "rondo.errors",
+    "AgentCardError": "rondo.errors",
+    "RemoteAgentError": "rondo.errors",
+    "RemoteAgentFailedError": "rondo.errors",
+    "RemoteAgentTimeoutError": "rondo.errors",
+    "RemoteAgentUnreachableError": "rondo.errors",
 }
 
 __all__ = [
     "Agent",
+    "AgentCardError",
     "AgentTool",
     "BaseAgent",
     "BaseSessionService",
@@ -188,6 +199,10 @@ __all__ = [
     "Plugin",
     "ReadOnlyStateError",
     "ReadonlyContext",
+    "RemoteAgentError",
+    "RemoteAgentFailedError",
+    "RemoteAgentTimeoutError",
+    "RemoteAgentUnreachableError",
     "RondoError",
     "RunConfig",
     "RunResult",

@@ -24,6 +24,11 @@
     │   └── ModelResponseError                  the model's answer cannot be used (bad tool call)
     ├── ScriptExhaustedError                    `rondo.testing.ScriptedModel` ran past its script
     ├── InvalidArtifactNameError (also ValueError)  an artifact name that leaves its directory
+    ├── RemoteAgentError                        a remote (A2A) agent could not answer
+    │   ├── RemoteAgentUnreachableError (also ConnectionError)  no connection to it
+    │   ├── RemoteAgentTimeoutError (also TimeoutError)  it did not answer in time
+    │   ├── AgentCardError                      its agent card is missing or not a valid card
+    │   └── RemoteAgentFailedError              it answered with an error or a failed task
     └── SessionError
         ├── SessionNotFoundError
         ├── SessionExistsError                  create_session with an id already in use
@@ -43,6 +48,7 @@ retried it per their `RetryPolicy`; this says whether trying again later may wor
 from __future__ import annotations
 
 __all__ = [
+    "AgentCardError",
     "ConfigurationError",
     "ContentsError",
     "DuplicateAgentNameError",
@@ -63,6 +69,10 @@ __all__ = [
     "ModelTimeoutError",
     "OutputValidationError",
     "ReadOnlyStateError",
+    "RemoteAgentError",
+    "RemoteAgentFailedError",
+    "RemoteAgentTimeoutError",
+    "RemoteAgentUnreachableError",
     "RondoError",
     "SchemaVersionError",
     "ScriptExhaustedError",
@@ -215,6 +225,30 @@ class ScriptExhaustedError(RondoError):
 
 class InvalidArtifactNameError(RondoError, ValueError):
     """An artifact name is empty or tries to leave its directory (`..`, `/x`, `a\\b`...)."""
+
+
+class RemoteAgentError(RondoError):
+    """A remote agent (over A2A) could not be used. `url` is where it was asked."""
+
+    def __init__(self, message: str, *, url: str = "") -> None:
+        super().__init__(message)
+        self.url = url
+
+
+class RemoteAgentUnreachableError(RemoteAgentError, ConnectionError):
+    """The remote agent cannot be reached (refused connection, unknown host, dropped stream)."""
+
+
+class RemoteAgentTimeoutError(RemoteAgentError, TimeoutError):
+    """The remote agent did not answer within the agent's timeout."""
+
+
+class AgentCardError(RemoteAgentError):
+    """The remote agent's card is missing, not JSON, or not a usable A2A agent card."""
+
+
+class RemoteAgentFailedError(RemoteAgentError):
+    """The remote agent answered with an error, or its task failed, was canceled or rejected."""
 
 
 class SessionError(RondoError):

@@ -96,6 +96,7 @@ def test_every_framework_error_derives_from_rondo_error() -> None:
 # made here, in one place, never by accident.
 EXACT_ROOT = [
     "Agent",
+    "AgentCardError",
     "AgentTool",
     "BaseAgent",
     "BaseSessionService",
@@ -142,6 +143,10 @@ EXACT_ROOT = [
     "Plugin",
     "ReadOnlyStateError",
     "ReadonlyContext",
+    "RemoteAgentError",
+    "RemoteAgentFailedError",
+    "RemoteAgentTimeoutError",
+    "RemoteAgentUnreachableError",
     "RondoError",
     "RunConfig",
     "RunResult",
