@@ -76,14 +76,29 @@ def _final_text(events: list[Event], author: str) -> str:
     return ""
 
 
+def _failure(events: list[Event], author: str) -> str | None:
+    """The error the delegated agent's run ended on (an error record, e.g. a remote agent
+    that could not be reached), if it ended on one."""
+    for event in reversed(events):
+        if event.author == author and not event.partial:
+            if event.error_code or event.error_message:
+                return event.error_message or event.error_code
+            return None
+    return None
+
+
 def _result_of(agent: BaseAgent, events: list[Event]) -> dict[str, Any]:
-    """The answer a delegated agent gave: finish_task's arguments, or its (validated) text."""
+    """The answer a delegated agent gave: finish_task's arguments, or its (validated) text;
+    an `{"error": ...}` response when its run ended on an error record."""
     from rondo.agents.llm import Agent
 
     for event in reversed(events):
         for response in event.get_function_responses():
             if response.name == FINISH_TASK and "error" not in response.response:
                 return dict(response.response)
+    failure = _failure(events, agent.name)
+    if failure is not None:
+        return {"error": failure}
     text = _final_text(events, agent.name)
     if isinstance(agent, Agent) and agent.output_adapter is not None and text:
         try:
