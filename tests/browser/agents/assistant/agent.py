@@ -1,0 +1,120 @@
+"""A deterministic assistant for the web UI's browser tests and the README screenshot.
+
+`RuleModel` answers by rules instead of a language model, and streams its answers word by word
+with a short pause, so a browser sees the text grow. The rules read the latest message:
+
+- "weather in CITY" calls `get_weather`; "delete PATH" calls `delete_file`, which asks for
+  confirmation; "save a note: TEXT" calls `save_note` (state and an artifact); "fail" makes
+  the model raise;
+- a tool result is answered with a sentence built from it; any other text is echoed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+from rondo import Agent
+from rondo.context import ToolContext
+from rondo.errors import ModelError
+from rondo.models.base import ModelRequest, ModelResponse
+from rondo.tools import FunctionTool
+from rondo.types import Content, FunctionCall, FunctionResponse, Part
+
+WORD_PAUSE_S = 0.04
+
+
+def get_weather(city: str) -> dict[str, Any]:
+    """Returns the current weather for a city.
+
+    Args:
+        city: The city's name, e.g. "Paris".
+    """
+    return {"city": city, "temperature_c": 18, "condition": "sunny"}
+
+
+def delete_file(path: str) -> dict[str, Any]:
+    """Deletes a file (asks a human first).
+
+    Args:
+        path: The file to delete.
+    """
+    return {"deleted": path}
+
+
+async def save_note(text: str, tool_context: ToolContext) -> dict[str, Any]:
+    """Saves a note to the session's state and as an artifact.
+
+    Args:
+        text: The note.
+    """
+    notes = [*tool_context.state.get("notes", []), text]
+    tool_context.state["notes"] = notes
+    version = await tool_context.save_artifact("notes.txt", Part(text="\n".join(notes)))
+    return {"saved": text, "count": len(notes), "artifact_version": version}
+
+
+_CALLS = (
+    (re.compile(r"weather in (?P<arg>.+?)[?.!]*$", re.I), "get_weather", "city"),
+    (re.compile(r"delete (?P<arg>\S+)", re.I), "delete_file", "path"),
+    (re.compile(r"save a note: (?P<arg>.+)$", re.I), "save_note", "text"),
+)
+
+
+def _answer_to_result(response: FunctionResponse) -> str:
+    result = response.response
+    if response.name == "get_weather":
+        return f"It is {result['temperature_c']}°C and {result['condition']} in {result['city']}."
+    if response.name == "delete_file":
+        if "deleted" in result:
+            return f"Done: {result['deleted']} is deleted."
+        if "error" in result:
+            return f"I did not delete the file: {result['error']}"
+        return "Skipped: the file was not touched."
+    if response.name == "save_note":
+        return f"Saved. You have {result['count']} note(s)."
+    return f"The tool said: {result}"
+
+
+class RuleModel:
+    """A model that follows the rules in this module's docstring."""
+
+    name = "rule-model"
+
+    async def generate(
+        self, request: ModelRequest, *, stream: bool = False
+    ) -> AsyncIterator[ModelResponse]:
+        last = request.contents[-1]
+        responses = [p.function_response for p in last.parts if p.function_response]
+        if responses:
+            text = " ".join(_answer_to_result(r) for r in responses)
+        else:
+            said = last.text.strip()
+            if said.lower() == "fail":
+                raise ModelError("the rule model was asked to fail")
+            for pattern, tool, param in _CALLS:
+                match = pattern.search(said)
+                if match:
+                    call = FunctionCall(name=tool, args={param: match.group("arg")})
+                    yield ModelResponse(
+                        content=Content(role="model", parts=[Part(function_call=call)])
+                    )
+                    return
+            text = f"You said: {said}"
+        if stream:
+            words = text.split(" ")
+            for index, word in enumerate(words):
+                await asyncio.sleep(WORD_PAUSE_S)
+                piece = word if index == len(words) - 1 else word + " "
+                yield ModelResponse(content=Content.model(piece), partial=True)
+        yield ModelResponse(content=Content.model(text))
+
+
+root_agent = Agent(
+    name="assistant",
+    model=RuleModel(),
+    instruction="You are a helpful assistant.",
+    tools=[get_weather, FunctionTool(delete_file, require_confirmation=True), save_note],
+)
