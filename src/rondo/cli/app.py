@@ -14,6 +14,7 @@ from rich.markup import escape
 from rondo._version import __version__
 from rondo.cli.loading import CliError, load_agent, open_session_service, override_model
 from rondo.cli.render import JsonLinesRenderer, LiveRenderer
+from rondo.cli.serve import register as register_serve
 from rondo.errors import RondoError
 
 if TYPE_CHECKING:
@@ -193,3 +194,6 @@ def run(
 def main() -> None:
     """The `rondo` console script."""
     app()
+
+
+register_serve(app)  # `rondo api-server` and `rondo web`

@@ -1,0 +1,133 @@
+"""The one place that turns errors into HTTP answers (SPEC W3).
+
+Every answer is FastAPI's `{"detail": ...}` shape. rondo's own errors carry messages written
+for users and are passed on; anything else is logged with its traceback on the server and
+reaches the client as one generic line, so no traceback, path or secret ever leaves it. A run
+that fails after its stream started ends with one error event instead (`stream_error`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from rondo.errors import (
+    ConfigurationError,
+    InvalidArtifactNameError,
+    ModelError,
+    RondoError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StaleSessionError,
+)
+from rondo.server.discovery import AppLoadError, AppNotFoundError
+
+__all__ = [
+    "BadRequestError",
+    "NotFoundError",
+    "RunInProgressError",
+    "describe",
+    "install_error_handlers",
+    "status_for",
+    "stream_error",
+]
+
+logger = logging.getLogger("rondo.server")
+
+INTERNAL = "internal server error; the server log has the details"
+
+
+def _internal(exc: BaseException) -> str:
+    # The type only: a message may hold paths, hosts or secrets.
+    return f"{type(exc).__name__}: {INTERNAL}"
+
+
+class BadRequestError(RondoError, ValueError):
+    """A request that is well-formed JSON but asks for something that cannot be done."""
+
+
+class NotFoundError(RondoError, LookupError):
+    """A session, artifact or pending call that does not exist (for this user)."""
+
+
+class RunInProgressError(RondoError):
+    """Another run of this session is still going on in this server."""
+
+
+# Most specific first: the first matching class decides.
+_STATUS: tuple[tuple[type[BaseException], int], ...] = (
+    (AppNotFoundError, 404),
+    (SessionNotFoundError, 404),
+    (NotFoundError, 404),
+    (SessionExistsError, 409),
+    (StaleSessionError, 409),
+    (RunInProgressError, 409),
+    (InvalidArtifactNameError, 400),
+    (BadRequestError, 400),
+    (ModelError, 502),
+    (AppLoadError, 500),
+    (ConfigurationError, 500),
+)
+
+
+def status_for(exc: BaseException) -> int:
+    for kind, status in _STATUS:
+        if isinstance(exc, kind):
+            return status
+    return 500
+
+
+def describe(exc: BaseException) -> str:
+    """What a client may read about `exc`: rondo's message, or a generic line."""
+    if isinstance(exc, _PLAIN):
+        return str(exc)
+    if isinstance(exc, RondoError):
+        return f"{type(exc).__name__}: {exc}"
+    return _internal(exc)
+
+
+# Errors whose message is the whole answer (ADK's "Session not found" has no type prefix).
+_PLAIN = (
+    AppNotFoundError,
+    NotFoundError,
+    BadRequestError,
+    SessionNotFoundError,
+    SessionExistsError,
+    RunInProgressError,
+)
+
+
+def stream_error(exc: BaseException) -> dict[str, Any]:
+    """The final SSE event of a run that failed mid-stream, in ADK's shape."""
+    message = describe(exc)
+    if not isinstance(exc, RondoError):
+        logger.error("a run failed mid-stream", exc_info=exc)
+    return {
+        "error": message,
+        "error_details": {
+            "error_type": type(exc).__name__,
+            "error_message": message,
+            "timestamp": time.time(),
+        },
+    }
+
+
+async def _rondo_error(request: Request, exc: Exception) -> JSONResponse:
+    status = status_for(exc)
+    if status >= 500:
+        logger.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    return JSONResponse({"detail": describe(exc)}, status_code=status)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    logger.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    return JSONResponse({"detail": _internal(exc)}, status_code=500)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(RondoError, _rondo_error)
+    app.add_exception_handler(Exception, _unexpected)
