@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -75,11 +76,13 @@ class WebServer:
                 return exc.code, json.loads(exc.read() or b"null")
 
 
-def _start(tmp: Path, *extra: str, token: str | None = None) -> WebServer:
+def _start(
+    tmp: Path, *extra: str, token: str | None = None, agents_dir: Path = AGENTS_DIR
+) -> WebServer:
     port = _free_port()
     log = tmp / "server.log"
     command = [
-        sys.executable, "-m", "rondo.cli", "web", str(AGENTS_DIR),
+        sys.executable, "-m", "rondo.cli", "web", str(agents_dir),
         "--port", str(port), "--db", "memory", "--log-level", "warning", *extra,
     ]  # fmt: skip
     with log.open("wb") as out:
@@ -107,7 +110,9 @@ def _stop(server: WebServer) -> None:
         server.process.wait()
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps an event loop running in this thread
+# while it is open, and the asyncio tests that run after this package need the thread free.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     sync_api = require_module(
         "playwright.sync_api", what="BROWSER", install="pip install 'rondo-agents[dev]'"
@@ -148,13 +153,38 @@ def page(browser: Any, user_id: str) -> Iterator[Any]:
     )
     context.set_default_timeout(15_000)
     errors: list[str] = []
+    foreign: list[str] = []
     page = context.new_page()
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    # Everything the UI needs comes from the server itself: no CDN, no web fonts.
+    context.on(
+        "request",
+        lambda req: None if _is_local(req.url) else foreign.append(req.url),
+    )
     try:
         yield page
     finally:
         context.close()
     assert not errors, f"the page raised: {errors}"
+    assert not foreign, f"the page fetched from elsewhere than the server: {foreign}"
+
+
+def _is_local(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.scheme in ("data", "blob") or parts.hostname == "127.0.0.1"
+
+
+@pytest.fixture
+def two_apps_server(browser: Any, tmp_path: Path) -> Iterator[WebServer]:
+    """`rondo web` over two apps, `alpha` and `beta` (both the test assistant)."""
+    agents = tmp_path / "agents"
+    for name in ("alpha", "beta"):
+        shutil.copytree(AGENTS_DIR / "assistant", agents / name)
+    server = _start(tmp_path, agents_dir=agents)
+    try:
+        yield server
+    finally:
+        _stop(server)
 
 
 @pytest.fixture

@@ -285,3 +285,41 @@ def test_w4_a_bearer_token_is_asked_once_and_kept(page: Any, auth_server: Any) -
     expect(page.locator(".msg-agent .msg-text").last).to_have_text("You said: hello")
     expect(page.get_by_role("dialog")).to_have_count(0)
     expect(page.get_by_role("textbox", name="User id")).to_have_value("alice")
+
+
+def test_w4_with_several_apps_a_picker_lists_them(page: Any, two_apps_server: Any) -> None:
+    page.goto(two_apps_server.url + "/")
+    expect(page.get_by_role("heading", name="Which agent?")).to_be_visible()
+    page.get_by_role("link", name=re.compile("^beta")).click()
+    expect(page).to_have_url(re.compile("#/apps/beta$"))
+    send(page, "hello beta")
+    expect(page.locator(".msg-agent .msg-text").last).to_have_text("You said: hello beta")
+    expect(page).to_have_url(re.compile("#/apps/beta/sessions/"))
+
+    page.get_by_role("combobox", name="App").select_option("alpha")
+
+    expect(page).to_have_url(re.compile("#/apps/alpha$"))
+    expect(page.get_by_role("navigation", name="Sessions").locator(".session")).to_have_count(0)
+
+
+def test_w4_the_user_id_is_changeable(page: Any, web: Any, user_id: str) -> None:
+    open_app(page, web)
+    expect(page.get_by_role("textbox", name="User id")).to_have_value(user_id)
+    send(page, "hello from the first user")
+    expect(page.locator(".msg-agent .msg-text").last).to_contain_text("first user")
+    wait_idle(page)
+    sessions = page.get_by_role("navigation", name="Sessions").locator(".session")
+    expect(sessions).to_have_count(1)
+
+    user = page.get_by_role("textbox", name="User id")
+    user.fill(user_id + "-other")
+    user.press("Enter")
+
+    expect(page).to_have_url(re.compile(rf"#/apps/{APP}$"))
+    expect(sessions).to_have_count(0)
+    page.reload()  # the choice is kept
+    expect(page.get_by_role("textbox", name="User id")).to_have_value(user_id + "-other")
+    user = page.get_by_role("textbox", name="User id")
+    user.fill(user_id)
+    user.press("Enter")
+    expect(sessions).to_have_count(1)

@@ -76,7 +76,7 @@ class RunFooter {
     if (m.tool_calls) bits.push(`${m.tool_calls} tool call${m.tool_calls === 1 ? "" : "s"}`);
     if (m.total_tokens) bits.push(`${m.total_tokens} tokens`);
     if (m.duration_ms !== undefined) bits.push(formatDuration(m.duration_ms));
-    if (item.pending) bits.push(`paused: ${item.pending} waiting`);
+    if (item.pending) bits.push(`paused: waiting for ${item.pending === 1 ? "your decision" : `${item.pending} decisions`}`);
     this.el = h(
       "div",
       { class: `run-footer${item.abnormal ? " is-abnormal" : ""}` },

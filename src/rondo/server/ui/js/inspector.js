@@ -262,7 +262,7 @@ export class Inspector {
     this.selectedRow = row;
     row.classList.add("is-selected");
     this.detailTitle.textContent = title;
-    replace(this.detailBody, jsonView(value, { open: 3, copy: true }));
+    replace(this.detailBody, jsonView(value, { open: 5, copy: true }));
     this.detail.hidden = false;
   }
 

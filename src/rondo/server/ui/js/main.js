@@ -7,7 +7,7 @@ import { ChatView } from "./chat_view.js";
 import { Composer } from "./composer.js";
 import { Conversation } from "./conversation.js";
 import { askCredentials, Toasts } from "./dialogs.js";
-import { h } from "./dom.js";
+import { h, replace } from "./dom.js";
 import { Header } from "./header.js";
 import { Inspector } from "./inspector.js";
 import { SessionsView, titles } from "./sessions_view.js";
@@ -194,7 +194,8 @@ class App {
   }
 
   setChatTitle(text) {
-    this.chatTitle.textContent = text;
+    const id = this.sessionId && text !== `Session ${this.sessionId}` ? this.sessionId : "";
+    replace(this.chatTitle, h("span", { class: "chat-title-text" }, text), id ? h("span", { class: "chat-title-id", title: "Session id" }, id) : null);
     document.title = this.app ? `${text} · ${this.app} · rondo` : "rondo";
   }
 

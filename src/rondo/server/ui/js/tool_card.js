@@ -52,7 +52,8 @@ export class ToolCard {
     this.summary.textContent = preview(item.args, 60);
     this.status.className = `badge ${cls}`;
     this.status.textContent = label;
-    this.duration.textContent = item.durationMs !== undefined ? formatDuration(item.durationMs) : "";
+    const timed = item.durationMs !== undefined && item.status !== "pending";
+    this.duration.textContent = timed ? formatDuration(item.durationMs) : "";
     if (item.status === "pending" || item.status === "error") this.details.open = true;
     replace(this.body, ...this.sections(item));
     this.renderActions(item);
