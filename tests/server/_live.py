@@ -78,3 +78,27 @@ def reference(name: str) -> tuple[int, dict[str, str], str]:
         headers[key.lower()] = value.strip()
         i += 1
     return status, headers, "\n".join(lines[i + 1 :])
+
+
+def raw_request(
+    base_url: str,
+    method: str,
+    path: str,
+    *,
+    body: bytes | Iterator[bytes] | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, str], bytes]:
+    """One request with the path sent byte for byte (no client-side `..` clean-up), and a
+    chunked body (no Content-Length) when `body` is an iterator."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url)
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=10)
+    try:
+        chunked = body is not None and not isinstance(body, bytes)
+        conn.request(method, path, body=body, headers=headers or {}, encode_chunked=chunked)
+        response = conn.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        conn.close()

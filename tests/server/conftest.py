@@ -1,23 +1,37 @@
-"""Fixtures of the server tests: a live server on the test apps, and a client for it."""
+"""Fixtures of the server tests: live servers on the test apps, and clients for them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
 
 import httpx
 import pytest
 
+Launch = Callable[..., AbstractContextManager[httpx.Client]]
+
 
 @pytest.fixture
-def base_url() -> Iterator[str]:
+def launch() -> Launch:
+    """`with launch(**create_app_options) as client:` — a live server and a client on it."""
     from rondo.server import create_app
     from tests.server._live import APPS, serve
 
-    with serve(create_app(APPS, db="memory", loopback_only=True)) as url:
-        yield url
+    @contextmanager
+    def start(headers: dict[str, str] | None = None, **options: Any) -> Iterator[httpx.Client]:
+        options.setdefault("db", "memory")
+        options.setdefault("loopback_only", True)
+        with (
+            serve(create_app(options.pop("agents_dir", APPS), **options)) as url,
+            httpx.Client(base_url=url, timeout=10, headers=headers) as http,
+        ):
+            yield http
+
+    return start
 
 
 @pytest.fixture
-def client(base_url: str) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=base_url, timeout=10) as http:
+def client(launch: Launch) -> Iterator[httpx.Client]:
+    with launch() as http:
         yield http

@@ -19,7 +19,7 @@ from rondo._version import __version__
 from rondo.errors import SessionExistsError
 from rondo.events import Event, EventActions
 from rondo.server.auth import Caller, path_user
-from rondo.server.errors import BadRequestError, NotFoundError
+from rondo.server.errors import BadRequestError, NotFoundError, SafeRoute
 from rondo.server.runs import collect, start_run
 from rondo.server.state import ServerState, State
 from rondo.server.streams import dumps, open_stream, sse
@@ -41,7 +41,7 @@ from rondo.sessions.base import Session
 
 __all__ = ["router"]
 
-router = APIRouter()
+router = APIRouter(route_class=SafeRoute)
 User = Annotated[str, Depends(path_user)]
 
 _SESSION = "/apps/{app_name}/users/{user_id}/sessions/{session_id}"

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
 
 from rondo.errors import (
     ConfigurationError,
@@ -30,6 +35,7 @@ __all__ = [
     "BadRequestError",
     "NotFoundError",
     "RunInProgressError",
+    "SafeRoute",
     "describe",
     "install_error_handlers",
     "status_for",
@@ -126,6 +132,28 @@ async def _rondo_error(request: Request, exc: Exception) -> JSONResponse:
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     logger.error("%s %s failed", request.method, request.url.path, exc_info=exc)
     return JSONResponse({"detail": _internal(exc)}, status_code=500)
+
+
+class SafeRoute(APIRoute):
+    """A route whose unexpected errors become a 500 answer right here.
+
+    Left to Starlette, an error that no handler claims is answered and then raised again
+    (for the server's log), and the server drops the connection: the client's next request on
+    it fails. Caught here, it is logged once and the connection lives on.
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def safe(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except (HTTPException, RequestValidationError, RondoError):
+                raise  # answered by their handlers
+            except Exception as exc:
+                return await _unexpected(request, exc)
+
+        return safe
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rondo.events import PendingCall
 from rondo.lifecycle import to_json
 from rondo.server.auth import Caller, path_user
-from rondo.server.errors import BadRequestError, NotFoundError, stream_error
+from rondo.server.errors import BadRequestError, NotFoundError, SafeRoute, stream_error
 from rondo.server.runs import start_run
 from rondo.server.state import State
 from rondo.server.streams import dumps, open_stream
@@ -26,7 +26,7 @@ from rondo.types import Content, Part
 
 __all__ = ["LifecycleRunRequest", "PendingDecision", "router"]
 
-router = APIRouter(tags=["rondo"])
+router = APIRouter(tags=["rondo"], route_class=SafeRoute)
 User = Annotated[str, Depends(path_user)]
 
 _SESSION = "/apps/{app_name}/users/{user_id}/sessions/{session_id}"
