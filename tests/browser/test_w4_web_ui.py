@@ -9,6 +9,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
+
+import rondo.lifecycle
 from tests._require import require_module
 
 sync_api = require_module("playwright.sync_api", what="BROWSER", install="pip install playwright")
@@ -323,3 +326,34 @@ def test_w4_the_user_id_is_changeable(page: Any, web: Any, user_id: str) -> None
     user.fill(user_id)
     user.press("Enter")
     expect(sessions).to_have_count(1)
+
+
+@pytest.mark.skipif(
+    not hasattr(rondo.lifecycle, "ToolCallProgress"),
+    reason="this core has no tool_call_progress lifecycle event yet (SPEC G5, on main)",
+)
+def test_w4_a_streaming_tools_progress_shows_while_it_runs(page: Any, web: Any) -> None:
+    open_app(page, web)
+    send(page, "count to 3")
+    card = tool_card(page, "count_to")
+    # Progress appears while the call still runs, before its end.
+    expect(page.locator('.tool-card[data-status="running"] .tool-progress li').first).to_have_text(
+        "1"
+    )
+    expect(card.locator(".badge")).to_have_text("Done")
+    expect(card.locator(".tool-progress li")).to_have_text(["1", "2", "3"])
+    expect(card).to_contain_text("Progress · 3")
+
+
+def test_w4_stop_cancels_the_run_and_frees_the_session(page: Any, web: Any) -> None:
+    open_app(page, web)
+    send(page, "count to 40")  # ten seconds of counting
+    expect(tool_card(page, "count_to").locator(".badge")).to_have_text("Running")
+
+    page.get_by_role("button", name="Stop the run").click()
+
+    expect(page.locator(".msg-error")).to_contain_text("Stopped")
+    expect(tool_card(page, "count_to").locator(".badge")).to_have_text("Interrupted")
+    wait_idle(page)
+    send(page, "are you there?")
+    expect(page.locator(".msg-agent .msg-text").last).to_have_text("You said: are you there?")

@@ -4,8 +4,8 @@
 with a short pause, so a browser sees the text grow. The rules read the latest message:
 
 - "weather in CITY" calls `get_weather`; "delete PATH" calls `delete_file`, which asks for
-  confirmation; "save a note: TEXT" calls `save_note` (state and an artifact); "fail" makes
-  the model raise;
+  confirmation; "save a note: TEXT" calls `save_note` (state and an artifact); "count to N"
+  calls the streaming `count_to`; "fail" makes the model raise;
 - a tool result is answered with a sentence built from it; any other text is echoed.
 """
 
@@ -24,6 +24,7 @@ from rondo.tools import FunctionTool
 from rondo.types import Content, FunctionCall, FunctionResponse, Part
 
 WORD_PAUSE_S = 0.04
+COUNT_PAUSE_S = 0.25
 
 
 def get_weather(city: str) -> dict[str, Any]:
@@ -56,10 +57,22 @@ async def save_note(text: str, tool_context: ToolContext) -> dict[str, Any]:
     return {"saved": text, "count": len(notes), "artifact_version": version}
 
 
+async def count_to(n: int) -> AsyncIterator[int]:
+    """Counts from 1 to n, a number at a time (a streaming tool: each is reported as progress).
+
+    Args:
+        n: The last number.
+    """
+    for number in range(1, n + 1):
+        await asyncio.sleep(COUNT_PAUSE_S)
+        yield number
+
+
 _CALLS = (
-    (re.compile(r"weather in (?P<arg>.+?)[?.!]*$", re.I), "get_weather", "city"),
-    (re.compile(r"delete (?P<arg>\S+)", re.I), "delete_file", "path"),
-    (re.compile(r"save a note: (?P<arg>.+)$", re.I), "save_note", "text"),
+    (re.compile(r"weather in (?P<arg>.+?)[?.!]*$", re.I), "get_weather", "city", str),
+    (re.compile(r"delete (?P<arg>\S+)", re.I), "delete_file", "path", str),
+    (re.compile(r"save a note: (?P<arg>.+)$", re.I), "save_note", "text", str),
+    (re.compile(r"count to (?P<arg>\d+)", re.I), "count_to", "n", int),
 )
 
 
@@ -73,6 +86,8 @@ def _answer_to_result(response: FunctionResponse) -> str:
         if "error" in result:
             return f"I did not delete the file: {result['error']}"
         return "Skipped: the file was not touched."
+    if response.name == "count_to":
+        return "Counted. That took a while."
     if response.name == "save_note":
         return f"Saved. You have {result['count']} note(s)."
     return f"The tool said: {result}"
@@ -94,10 +109,10 @@ class RuleModel:
             said = last.text.strip()
             if said.lower() == "fail":
                 raise ModelError("the rule model was asked to fail")
-            for pattern, tool, param in _CALLS:
+            for pattern, tool, param, kind in _CALLS:
                 match = pattern.search(said)
                 if match:
-                    call = FunctionCall(name=tool, args={param: match.group("arg")})
+                    call = FunctionCall(name=tool, args={param: kind(match.group("arg"))})
                     yield ModelResponse(
                         content=Content(role="model", parts=[Part(function_call=call)])
                     )
@@ -116,5 +131,5 @@ root_agent = Agent(
     name="assistant",
     model=RuleModel(),
     instruction="You are a helpful assistant.",
-    tools=[get_weather, FunctionTool(delete_file, require_confirmation=True), save_note],
+    tools=[get_weather, FunctionTool(delete_file, require_confirmation=True), save_note, count_to],
 )

@@ -19,7 +19,7 @@ export function normalizePending(raw) {
     runId: raw.run_id ?? raw.runId ?? "",
     originalCall: original,
     // The tool card this call belongs to: the guarded call for a confirmation.
-    cardKey: (original && original.id) || (raw.call_id ?? raw.callId),
+    cardKey: raw.original_call_id || raw.originalCallId || original?.id || (raw.call_id ?? raw.callId),
   };
 }
 
@@ -84,6 +84,16 @@ export class Conversation {
 
   addError(text) {
     return this._add({ kind: "error", text });
+  }
+
+  /** The run ended without its end (stopped, failed, cut off): nothing is running any more. */
+  interrupt(text) {
+    this.running = false;
+    for (const item of this.items) {
+      if (item.kind === "tool" && item.status === "running") this._update(item, { status: "interrupted" });
+      if (item.kind === "agent" && item.streaming) this._update(item, { streaming: false });
+    }
+    if (text) this.addError(text);
   }
 
   // -- live: lifecycle events ----------------------------------------------------------------
@@ -208,8 +218,7 @@ const LIVE = {
   },
   tool_call_progress(c, ev) {
     const card = c._tool(ev.call_id, ev.tool_name, ev.args);
-    const chunk = ev.chunk ?? ev.progress ?? ev.data ?? ev.message ?? ev.text ?? ev.result;
-    c._update(card, { progress: [...card.progress, chunk] });
+    c._update(card, { progress: [...card.progress, ev.chunk] });
   },
   tool_call_end(c, ev) {
     const card = c._tool(ev.call_id, ev.tool_name, ev.args);
@@ -242,7 +251,6 @@ const LIVE = {
     c._add({ kind: "run", metrics: ev.metrics || {}, abnormal: Boolean(ev.is_abnormal), pending: (ev.pending || []).length });
   },
   error(c, ev) {
-    c.running = false;
-    c.addError(errorText(ev));
+    c.interrupt(errorText(ev));
   },
 };

@@ -26,7 +26,7 @@ function eventSummary(ev) {
     case "tool_call_end":
       return `${ev.tool_name} · ${ev.error ? "error" : "ok"} · ${formatDuration(ev.duration_ms)}`;
     case "tool_call_progress":
-      return ev.tool_name || "";
+      return `${ev.tool_name} · #${(ev.index ?? 0) + 1} · ${preview(ev.chunk, 40)}`;
     case "hitl_pending":
       return (ev.pending || []).map((p) => p.tool_name).join(", ");
     case "hitl_decided":

@@ -315,10 +315,10 @@ class App {
         this.recordLifecycle(key, ev);
         if (ev.type === "run_end" || ev.type === "error") ended = true;
       }
-      if (!ended) conversation.addError("The stream closed before the run ended (the server stopped, or the connection dropped).");
+      if (controller.signal.aborted) conversation.interrupt("Stopped. The run was cancelled.");
+      else if (!ended) conversation.interrupt("The stream closed before the run ended (the server stopped, or the connection dropped).");
     } catch (error) {
-      if (error.name === "AbortError") conversation.addError("Stopped. The run was cancelled.");
-      else conversation.addError(error.message);
+      conversation.interrupt(error.name === "AbortError" ? "Stopped. The run was cancelled." : error.message);
     } finally {
       conversation.running = false;
       this.live.delete(key);

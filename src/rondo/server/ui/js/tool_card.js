@@ -14,6 +14,7 @@ const STATUS = {
   rejected: ["Rejected", "st-rejected"],
   skipped: ["Skipped", "st-skipped"],
   unanswered: ["No result", "st-skipped"],
+  interrupted: ["Interrupted", "st-skipped"],
 };
 
 const DECISIONS = {
