@@ -357,3 +357,16 @@ def test_w4_stop_cancels_the_run_and_frees_the_session(page: Any, web: Any) -> N
     wait_idle(page)
     send(page, "are you there?")
     expect(page.locator(".msg-agent .msg-text").last).to_have_text("You said: are you there?")
+
+
+def test_w4_a_failing_tool_shows_its_error_on_the_card(page: Any, web: Any) -> None:
+    open_app(page, web)
+    send(page, "weather in Atlantis")
+    card = tool_card(page, "get_weather")
+    expect(card.locator(".badge")).to_have_text("Error")
+    expect(card.locator(".tool-error")).to_contain_text("no weather station in Atlantis")
+    expect(page.locator(".msg-agent .msg-text").last).to_contain_text("I could not get the weather")
+    wait_idle(page)
+    page.reload()  # rebuilt from the records, the call is still an error
+    expect(card.locator(".badge")).to_have_text("Error")
+    expect(card.locator(".tool-error")).to_contain_text("no weather station in Atlantis")

@@ -33,6 +33,8 @@ def get_weather(city: str) -> dict[str, Any]:
     Args:
         city: The city's name, e.g. "Paris".
     """
+    if city.strip().lower() == "atlantis":
+        raise LookupError(f"no weather station in {city}")
     return {"city": city, "temperature_c": 18, "condition": "sunny"}
 
 
@@ -79,6 +81,8 @@ _CALLS = (
 def _answer_to_result(response: FunctionResponse) -> str:
     result = response.response
     if response.name == "get_weather":
+        if "error" in result:
+            return f"I could not get the weather: {result['error']}"
         return f"It is {result['temperature_c']}°C and {result['condition']} in {result['city']}."
     if response.name == "delete_file":
         if "deleted" in result:

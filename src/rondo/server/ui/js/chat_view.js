@@ -20,18 +20,24 @@ class MessageView {
     this.item = item;
     this.el.classList.toggle("is-streaming", Boolean(item.streaming));
     this.el.dataset.streaming = item.streaming ? "true" : "false";
-    if (item.kind !== "user") {
+    const meta = `${item.author}|${item.durationMs}`;
+    if (item.kind !== "user" && meta !== this.shownMeta) {
+      this.shownMeta = meta;
       const parts = [h("span", { class: "msg-author" }, item.author || "agent")];
       if (item.durationMs) parts.push(h("span", { class: "msg-time" }, formatDuration(item.durationMs)));
       replace(this.meta, ...parts);
     }
-    // Deltas arrive faster than frames; render the text at most once per frame.
+    // Deltas arrive faster than frames: render at most once per frame, and for a long answer
+    // (whose Markdown takes a while to build) only every few times that long.
     if (!this.scheduled) {
       this.scheduled = true;
-      requestAnimationFrame(() => {
+      const wait = item.streaming ? Math.min(4 * (this.cost || 0), 500) : 0;
+      setTimeout(() => requestAnimationFrame(() => {
         this.scheduled = false;
+        const start = performance.now();
         this.render();
-      });
+        this.cost = performance.now() - start;
+      }), wait);
     }
   }
 
@@ -140,7 +146,13 @@ export class ChatView {
     return this.el.scrollHeight - this.el.scrollTop - this.el.clientHeight < 120;
   }
 
+  /** Scroll to the newest output after this frame's rendering (once per frame). */
   follow() {
-    requestAnimationFrame(() => (this.el.scrollTop = this.el.scrollHeight));
+    if (this.following) return;
+    this.following = true;
+    requestAnimationFrame(() => {
+      this.following = false;
+      this.el.scrollTop = this.el.scrollHeight;
+    });
   }
 }
