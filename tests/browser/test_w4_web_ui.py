@@ -370,3 +370,24 @@ def test_w4_a_failing_tool_shows_its_error_on_the_card(page: Any, web: Any) -> N
     page.reload()  # rebuilt from the records, the call is still an error
     expect(card.locator(".badge")).to_have_text("Error")
     expect(card.locator(".tool-error")).to_contain_text("no weather station in Atlantis")
+
+
+def test_w4_a_long_running_calls_result_is_delivered_from_its_card(page: Any, web: Any) -> None:
+    open_app(page, web)
+    send(page, "refund order 1234")
+    card = tool_card(page, "request_refund")
+    expect(card.locator(".badge")).to_have_text("Needs approval")
+    wait_idle(page)
+    card.get_by_role("button", name="Approve", exact=True).click()  # no result typed yet
+    expect(page.get_by_role("alert").filter(has_text="type it as JSON")).to_be_visible()
+
+    card.get_by_role("textbox", name="Result").fill('{"status": "refunded"}')
+    card.get_by_role("button", name="Approve", exact=True).click()
+
+    expect(page.locator(".msg-agent .msg-text").last).to_have_text("The shop answered: refunded.")
+    expect(card).to_contain_text('"status": "refunded"')
+    expect(card.locator(".badge")).to_have_text("Done")
+    wait_idle(page)
+    page.reload()
+    expect(card.locator(".badge")).to_have_text("Done")
+    expect(card).to_contain_text('"status": "refunded"')

@@ -5,7 +5,8 @@ with a short pause, so a browser sees the text grow. The rules read the latest m
 
 - "weather in CITY" calls `get_weather`; "delete PATH" calls `delete_file`, which asks for
   confirmation; "save a note: TEXT" calls `save_note` (state and an artifact); "count to N"
-  calls the streaming `count_to`; "fail" makes the model raise;
+  calls the streaming `count_to`; "refund order N" calls the long-running `request_refund`,
+  whose result a person delivers later; "fail" makes the model raise;
 - a tool result is answered with a sentence built from it; any other text is echoed.
 """
 
@@ -20,7 +21,7 @@ from rondo import Agent
 from rondo.context import ToolContext
 from rondo.errors import ModelError
 from rondo.models.base import ModelRequest, ModelResponse
-from rondo.tools import FunctionTool
+from rondo.tools import FunctionTool, LongRunningFunctionTool
 from rondo.types import Content, FunctionCall, FunctionResponse, Part
 
 WORD_PAUSE_S = 0.04
@@ -70,11 +71,21 @@ async def count_to(n: int) -> AsyncIterator[int]:
         yield number
 
 
+def request_refund(order: str) -> None:
+    """Asks the shop for a refund; the shop answers later (a long-running tool).
+
+    Args:
+        order: The order number.
+    """
+    return None  # no answer yet: the run waits for the shop's result
+
+
 _CALLS = (
     (re.compile(r"weather in (?P<arg>.+?)[?.!]*$", re.I), "get_weather", "city", str),
     (re.compile(r"delete (?P<arg>\S+)", re.I), "delete_file", "path", str),
     (re.compile(r"save a note: (?P<arg>.+)$", re.I), "save_note", "text", str),
     (re.compile(r"count to (?P<arg>\d+)", re.I), "count_to", "n", int),
+    (re.compile(r"refund order (?P<arg>\S+)", re.I), "request_refund", "order", str),
 )
 
 
@@ -90,6 +101,8 @@ def _answer_to_result(response: FunctionResponse) -> str:
         if "error" in result:
             return f"I did not delete the file: {result['error']}"
         return "Skipped: the file was not touched."
+    if response.name == "request_refund":
+        return f"The shop answered: {result.get('status', result)}."
     if response.name == "count_to":
         return "Counted. That took a while."
     if response.name == "save_note":
@@ -135,5 +148,11 @@ root_agent = Agent(
     name="assistant",
     model=RuleModel(),
     instruction="You are a helpful assistant.",
-    tools=[get_weather, FunctionTool(delete_file, require_confirmation=True), save_note, count_to],
+    tools=[
+        get_weather,
+        FunctionTool(delete_file, require_confirmation=True),
+        save_note,
+        count_to,
+        LongRunningFunctionTool(request_refund),
+    ],
 )

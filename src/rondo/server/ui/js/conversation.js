@@ -86,6 +86,23 @@ export class Conversation {
     return this._add({ kind: "error", text });
   }
 
+  /**
+   * A decision the server accepted on `card`. A confirmation's resumed run reports it
+   * (`hitl_decided`, then the call's own events); a long-running call's result arrives as the
+   * message itself, so the card records what was sent.
+   */
+  settle(card, decision, body) {
+    if (card.status !== "pending") return;
+    const delivered = decision === "approve" ? body.result : decision === "skip" ? body.observation : undefined;
+    this._update(card, {
+      decision,
+      comment: body.comment,
+      pending: null,
+      status: decision === "approve" ? "done" : DECIDED_STATUS[decision],
+      result: delivered === undefined ? card.result : delivered,
+    });
+  }
+
   /** The run ended without its end (stopped, failed, cut off): nothing is running any more. */
   interrupt(text) {
     this.running = false;

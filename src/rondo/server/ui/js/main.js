@@ -286,31 +286,36 @@ class App {
   async decide(card, decision, note) {
     const body = { decision };
     if (card.pending.kind === "long_running" && decision === "approve") {
-      if (note) {
-        try {
-          body.result = JSON.parse(note);
-        } catch {
-          this.toasts.error("The result must be JSON, e.g. {\"status\": \"done\"}.", "Not sent");
-          return;
-        }
+      try {
+        body.result = JSON.parse(note);
+      } catch {
+        this.toasts.error(`Approving ${card.name} delivers its result: type it as JSON first, e.g. {"status": "done"}.`, "Not sent");
+        return;
       }
     } else if (note && decision === "reject") body.comment = note;
     else if (note && decision === "skip") body.observation = note;
     const { app, user, sessionId: session } = this;
     const callId = card.pending.callId;
-    await this.stream(this.conversation, session, (signal) => this.api.decide({ app, user, session, callId, decision: body, signal }));
+    const conversation = this.conversation;
+    const accepted = await this.stream(conversation, session, (signal) => this.api.decide({ app, user, session, callId, decision: body, signal }));
+    if (accepted) conversation.settle(card, decision, body);
   }
 
-  /** Stream one run into `conversation`; the inspector and the session list follow it. */
+  /**
+   * Stream one run into `conversation`; the inspector and the session list follow it.
+   * Resolves to whether the server accepted the run (it sent at least one event).
+   */
   async stream(conversation, session, open) {
     const key = this.key(session);
-    if (this.live.has(key)) return;
+    if (this.live.has(key)) return false;
     const controller = new AbortController();
     this.live.set(key, { conversation, controller });
     this.composer.setRunning(true);
     let ended = false;
+    let accepted = false;
     try {
       for await (const ev of open(controller.signal)) {
+        accepted = true;
         conversation.apply(ev);
         this.recordLifecycle(key, ev);
         if (ev.type === "run_end" || ev.type === "error") ended = true;
@@ -328,6 +333,7 @@ class App {
       }
       this.refreshSessions();
     }
+    return accepted;
   }
 
   stop() {
