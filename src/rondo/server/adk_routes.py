@@ -19,7 +19,7 @@ from rondo._version import __version__
 from rondo.errors import SessionExistsError
 from rondo.events import Event, EventActions
 from rondo.server.auth import Caller, path_user
-from rondo.server.errors import BadRequestError, NotFoundError, SafeRoute
+from rondo.server.errors import BadRequestError, InvalidValueError, NotFoundError, SafeRoute
 from rondo.server.runs import collect, start_run
 from rondo.server.state import ServerState, State
 from rondo.server.streams import dumps, open_stream, sse
@@ -38,6 +38,7 @@ from rondo.server.wire import (
     session_json,
 )
 from rondo.sessions.base import Session
+from rondo.types import Part
 
 __all__ = ["router"]
 
@@ -247,15 +248,9 @@ async def save_artifact(
         filename=body.filename,
         artifact=part,
     )
-    answer: dict[str, Any] = {
-        "version": version,
-        "canonicalUri": f"rondo://apps/{app_name}/users/{user_id}/sessions/{session_id}"
-        f"/artifacts/{body.filename}/versions/{version}",
-        "customMetadata": body.custom_metadata or {},
-        "createTime": time.time(),
-    }
-    if part.inline_data is not None:
-        answer["mimeType"] = part.inline_data.mime_type
+    answer = _version_json(app_name, user_id, session_id, body.filename, version, part)
+    answer["customMetadata"] = body.custom_metadata or {}
+    answer["createTime"] = time.time()
     return _json(answer)
 
 
@@ -276,6 +271,86 @@ async def _load(
     return _json(part_json(part))
 
 
+def _version(version_id: str) -> int | None:
+    """ADK's version path segment: a number, or `latest`."""
+    if version_id == "latest":
+        return None
+    try:
+        return int(version_id)
+    except ValueError:
+        raise InvalidValueError("Invalid version ID") from None
+
+
+def _canonical_uri(app_name: str, user_id: str, session_id: str, name: str, version: int) -> str:
+    return (
+        f"rondo://apps/{app_name}/users/{user_id}/sessions/{session_id}"
+        f"/artifacts/{name}/versions/{version}"
+    )
+
+
+def _version_json(
+    app_name: str, user_id: str, session_id: str, name: str, version: int, part: Part | None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "version": version,
+        "canonicalUri": _canonical_uri(app_name, user_id, session_id, name, version),
+        "customMetadata": {},
+    }
+    if part is not None and part.inline_data is not None:
+        out["mimeType"] = part.inline_data.mime_type
+    return out
+
+
+@router.get(_ARTIFACT + "/versions/metadata", response_model=list[ArtifactVersion])
+async def list_artifact_versions_metadata(
+    app_name: str, user_id: User, session_id: str, artifact_name: str, state: State
+) -> Response:
+    """Every version's metadata (rondo keeps no custom metadata or creation time)."""
+    await _session_or_404(state, app_name, user_id, session_id)
+    store = state.artifacts
+    out: list[dict[str, Any]] = []
+    for version in await store.list_versions(
+        app_name=app_name, user_id=user_id, session_id=session_id, filename=artifact_name
+    ):
+        part = await store.load_artifact(
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            filename=artifact_name,
+            version=version,
+        )
+        out.append(_version_json(app_name, user_id, session_id, artifact_name, version, part))
+    return _json(out)
+
+
+@router.get(_ARTIFACT + "/versions/{version_id}/metadata", response_model=ArtifactVersion)
+async def get_artifact_version_metadata(
+    app_name: str,
+    user_id: User,
+    session_id: str,
+    artifact_name: str,
+    version_id: str,
+    state: State,
+) -> Response:
+    await _session_or_404(state, app_name, user_id, session_id)
+    store = state.artifacts
+    versions = await store.list_versions(
+        app_name=app_name, user_id=user_id, session_id=session_id, filename=artifact_name
+    )
+    wanted = _version(version_id)
+    version = versions[-1] if wanted is None and versions else wanted
+    if version is None or version not in versions:
+        raise NotFoundError("Artifact version not found")
+    part = await store.load_artifact(
+        app_name=app_name,
+        user_id=user_id,
+        session_id=session_id,
+        filename=artifact_name,
+        version=version,
+    )
+    return _json(_version_json(app_name, user_id, session_id, artifact_name, version, part))
+
+
 @router.get(_ARTIFACT + "/versions", response_model=list[int])
 async def list_artifact_versions(
     app_name: str, user_id: User, session_id: str, artifact_name: str, state: State
@@ -293,10 +368,12 @@ async def load_artifact_version(
     user_id: User,
     session_id: str,
     artifact_name: str,
-    version_id: int,
+    version_id: str,
     state: State,
 ) -> Response:
-    return await _load(state, app_name, user_id, session_id, artifact_name, version_id)
+    """One version (a number, or `latest`)."""
+    version = _version(version_id)
+    return await _load(state, app_name, user_id, session_id, artifact_name, version)
 
 
 # Last of the GET artifact routes: `{artifact_name:path}` would also match `.../versions`.

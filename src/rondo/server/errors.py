@@ -33,6 +33,7 @@ from rondo.server.discovery import AppLoadError, AppNotFoundError
 
 __all__ = [
     "BadRequestError",
+    "InvalidValueError",
     "NotFoundError",
     "RunInProgressError",
     "SafeRoute",
@@ -60,6 +61,10 @@ class NotFoundError(RondoError, LookupError):
     """A session, artifact or pending call that does not exist (for this user)."""
 
 
+class InvalidValueError(RondoError, ValueError):
+    """A request value FastAPI's own validation cannot check (answered 422, as ADK does)."""
+
+
 class RunInProgressError(RondoError):
     """Another run of this session is still going on in this server."""
 
@@ -74,6 +79,7 @@ _STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (RunInProgressError, 409),
     (InvalidArtifactNameError, 400),
     (BadRequestError, 400),
+    (InvalidValueError, 422),
     (ModelError, 502),
     (AppLoadError, 500),
     (ConfigurationError, 500),
@@ -101,6 +107,7 @@ _PLAIN = (
     AppNotFoundError,
     NotFoundError,
     BadRequestError,
+    InvalidValueError,
     SessionNotFoundError,
     SessionExistsError,
     RunInProgressError,
