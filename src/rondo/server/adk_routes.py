@@ -11,17 +11,17 @@ import sys
 import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Header, Query
+from fastapi import APIRouter, Body, Header, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
 
 from rondo._version import __version__
 from rondo.errors import SessionExistsError
 from rondo.events import Event, EventActions
-from rondo.server.auth import Caller, path_user
+from rondo.server.auth import caller, owner
 from rondo.server.errors import BadRequestError, InvalidValueError, NotFoundError, SafeRoute
 from rondo.server.runs import collect, start_run
-from rondo.server.state import ServerState, State
+from rondo.server.state import ServerState, server_state
 from rondo.server.streams import dumps, open_stream, sse
 from rondo.server.wire import (
     ArtifactVersion,
@@ -43,7 +43,6 @@ from rondo.types import Part
 __all__ = ["router"]
 
 router = APIRouter(route_class=SafeRoute)
-User = Annotated[str, Depends(path_user)]
 
 _SESSION = "/apps/{app_name}/users/{user_id}/sessions/{session_id}"
 _ARTIFACT = _SESSION + "/artifacts/{artifact_name:path}"
@@ -62,7 +61,7 @@ async def health() -> dict[str, str]:
 
 
 @router.get("/version")
-async def version(_: Caller) -> dict[str, str]:
+async def version() -> dict[str, str]:
     info = sys.version_info
     return {
         "version": __version__,
@@ -72,10 +71,9 @@ async def version(_: Caller) -> dict[str, str]:
 
 
 @router.get("/list-apps", response_model=list[str] | ListAppsResponse)
-async def list_apps(
-    state: State, _: Caller, detailed: Annotated[bool, Query()] = False
-) -> Response:
+async def list_apps(request: Request, detailed: Annotated[bool, Query()] = False) -> Response:
     """The apps of AGENTS_DIR; `detailed` loads each to report its root agent."""
+    state = server_state(request)
     names = state.apps.names()
     if not detailed:
         return _json(names)
@@ -103,18 +101,19 @@ class TelemetryConsent(BaseModel):
 
 
 @router.get("/config/telemetry")
-async def get_telemetry(state: State, _: Caller) -> dict[str, bool]:
+async def get_telemetry(request: Request) -> dict[str, bool]:
     """ADK's dev UI asks this; rondo sends no telemetry, it only remembers the answer."""
+    state = server_state(request)
     return {"telemetry": state.telemetry_consent}
 
 
 @router.post("/config/telemetry")
 async def set_telemetry(
     body: TelemetryConsent,
-    state: State,
-    _: Caller,
+    request: Request,
     x_adk_telemetry_request: Annotated[str | None, Header()] = None,
 ) -> dict[str, bool]:
+    state = server_state(request)
     if x_adk_telemetry_request != "true":
         raise BadRequestError("Forbidden: missing required security header")
     state.telemetry_consent = body.telemetry
@@ -137,8 +136,9 @@ async def _session_or_404(
 
 
 @router.get("/apps/{app_name}/users/{user_id}/sessions", response_model=list[WireSession])
-async def list_sessions(app_name: str, user_id: User, state: State) -> Response:
+async def list_sessions(app_name: str, user_id: str, request: Request) -> Response:
     """The user's sessions of this app, newest first, without their events."""
+    state = owner(request, user_id)
     state.apps.check(app_name)
     sessions: list[dict[str, Any]] = []
     token: str | None = None
@@ -171,9 +171,10 @@ async def _create(
 
 @router.post("/apps/{app_name}/users/{user_id}/sessions", response_model=WireSession)
 async def create_session(
-    app_name: str, user_id: User, state: State, body: CreateSessionRequest | None = None
+    app_name: str, user_id: str, request: Request, body: CreateSessionRequest | None = None
 ) -> Response:
     """Create a session (`sessionId` optional: a random id otherwise); 409 if it exists."""
+    state = owner(request, user_id)
     if body is not None and body.events:
         raise BadRequestError("creating a session with events is not supported by rondo")
     return await _create(
@@ -188,25 +189,28 @@ async def create_session(
 @router.post(_SESSION, response_model=WireSession)
 async def create_session_with_id(
     app_name: str,
-    user_id: User,
+    user_id: str,
     session_id: str,
-    state: State,
+    request: Request,
     initial: Annotated[dict[str, Any] | None, Body()] = None,
 ) -> Response:
     """Create the session `session_id`; the body, if any, is its initial state (as ADK)."""
+    state = owner(request, user_id)
     return await _create(state, app_name, user_id, session_id, initial)
 
 
 @router.get(_SESSION, response_model=WireSession)
-async def get_session(app_name: str, user_id: User, session_id: str, state: State) -> Response:
+async def get_session(app_name: str, user_id: str, session_id: str, request: Request) -> Response:
+    state = owner(request, user_id)
     return _json(session_json(await _session_or_404(state, app_name, user_id, session_id)))
 
 
 @router.patch(_SESSION, response_model=WireSession)
 async def update_session(
-    app_name: str, user_id: User, session_id: str, body: UpdateSessionRequest, state: State
+    app_name: str, user_id: str, session_id: str, body: UpdateSessionRequest, request: Request
 ) -> Response:
     """Apply a state delta without running the agent (one user event records it)."""
+    state = owner(request, user_id)
     session = await _session_or_404(state, app_name, user_id, session_id)
     event = Event(
         author="user",
@@ -218,7 +222,8 @@ async def update_session(
 
 
 @router.delete(_SESSION)
-async def delete_session(app_name: str, user_id: User, session_id: str, state: State) -> None:
+async def delete_session(app_name: str, user_id: str, session_id: str, request: Request) -> None:
+    state = owner(request, user_id)
     state.apps.check(app_name)
     await state.sessions.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
 
@@ -227,7 +232,10 @@ async def delete_session(app_name: str, user_id: User, session_id: str, state: S
 
 
 @router.get(_SESSION + "/artifacts", response_model=list[str])
-async def list_artifacts(app_name: str, user_id: User, session_id: str, state: State) -> Response:
+async def list_artifacts(
+    app_name: str, user_id: str, session_id: str, request: Request
+) -> Response:
+    state = owner(request, user_id)
     await _session_or_404(state, app_name, user_id, session_id)
     names = await state.artifacts.list_artifact_keys(
         app_name=app_name, user_id=user_id, session_id=session_id
@@ -237,8 +245,9 @@ async def list_artifacts(app_name: str, user_id: User, session_id: str, state: S
 
 @router.post(_SESSION + "/artifacts", response_model=ArtifactVersion)
 async def save_artifact(
-    app_name: str, user_id: User, session_id: str, body: SaveArtifactRequest, state: State
+    app_name: str, user_id: str, session_id: str, body: SaveArtifactRequest, request: Request
 ) -> Response:
+    state = owner(request, user_id)
     await _session_or_404(state, app_name, user_id, session_id)
     part = body.artifact.to_part()
     version = await state.artifacts.save_artifact(
@@ -303,9 +312,10 @@ def _version_json(
 
 @router.get(_ARTIFACT + "/versions/metadata", response_model=list[ArtifactVersion])
 async def list_artifact_versions_metadata(
-    app_name: str, user_id: User, session_id: str, artifact_name: str, state: State
+    app_name: str, user_id: str, session_id: str, artifact_name: str, request: Request
 ) -> Response:
     """Every version's metadata (rondo keeps no custom metadata or creation time)."""
+    state = owner(request, user_id)
     await _session_or_404(state, app_name, user_id, session_id)
     store = state.artifacts
     out: list[dict[str, Any]] = []
@@ -326,12 +336,13 @@ async def list_artifact_versions_metadata(
 @router.get(_ARTIFACT + "/versions/{version_id}/metadata", response_model=ArtifactVersion)
 async def get_artifact_version_metadata(
     app_name: str,
-    user_id: User,
+    user_id: str,
     session_id: str,
     artifact_name: str,
     version_id: str,
-    state: State,
+    request: Request,
 ) -> Response:
+    state = owner(request, user_id)
     await _session_or_404(state, app_name, user_id, session_id)
     store = state.artifacts
     versions = await store.list_versions(
@@ -353,8 +364,9 @@ async def get_artifact_version_metadata(
 
 @router.get(_ARTIFACT + "/versions", response_model=list[int])
 async def list_artifact_versions(
-    app_name: str, user_id: User, session_id: str, artifact_name: str, state: State
+    app_name: str, user_id: str, session_id: str, artifact_name: str, request: Request
 ) -> Response:
+    state = owner(request, user_id)
     await _session_or_404(state, app_name, user_id, session_id)
     versions = await state.artifacts.list_versions(
         app_name=app_name, user_id=user_id, session_id=session_id, filename=artifact_name
@@ -365,13 +377,14 @@ async def list_artifact_versions(
 @router.get(_ARTIFACT + "/versions/{version_id}", response_model=WirePart)
 async def load_artifact_version(
     app_name: str,
-    user_id: User,
+    user_id: str,
     session_id: str,
     artifact_name: str,
     version_id: str,
-    state: State,
+    request: Request,
 ) -> Response:
     """One version (a number, or `latest`)."""
+    state = owner(request, user_id)
     version = _version(version_id)
     return await _load(state, app_name, user_id, session_id, artifact_name, version)
 
@@ -380,19 +393,21 @@ async def load_artifact_version(
 @router.get(_ARTIFACT, response_model=WirePart)
 async def load_artifact(
     app_name: str,
-    user_id: User,
+    user_id: str,
     session_id: str,
     artifact_name: str,
-    state: State,
+    request: Request,
     version: Annotated[int | None, Query()] = None,
 ) -> Response:
+    state = owner(request, user_id)
     return await _load(state, app_name, user_id, session_id, artifact_name, version)
 
 
 @router.delete(_ARTIFACT)
 async def delete_artifact(
-    app_name: str, user_id: User, session_id: str, artifact_name: str, state: State
+    app_name: str, user_id: str, session_id: str, artifact_name: str, request: Request
 ) -> None:
+    state = owner(request, user_id)
     await _session_or_404(state, app_name, user_id, session_id)
     await state.artifacts.delete_artifact(
         app_name=app_name, user_id=user_id, session_id=session_id, filename=artifact_name
@@ -403,10 +418,11 @@ async def delete_artifact(
 
 
 @router.post("/run", response_model=list[WireEvent])
-async def run(body: RunAgentRequest, state: State, who: Caller) -> Response:
+async def run(body: RunAgentRequest, request: Request) -> Response:
     """Run one invocation to its end; the answer is the array of its events."""
+    state = server_state(request)
     body.streaming = False  # as ADK: `/run` never streams the model
-    events = await collect(await start_run(state, who, body))
+    events = await collect(await start_run(state, caller(request), body))
     return _json([event_json(e) for e in events])
 
 
@@ -433,7 +449,8 @@ def _adk_frames(event: Event) -> list[bytes]:
         }
     },
 )
-async def run_sse(body: RunAgentRequest, state: State, who: Caller) -> Response:
+async def run_sse(body: RunAgentRequest, request: Request) -> Response:
     """Run one invocation and stream its events (partial ones too with `streaming`)."""
-    started = await start_run(state, who, body)
+    state = server_state(request)
+    started = await start_run(state, caller(request), body)
     return await open_stream(started.records(), _adk_frames, release=started.release)

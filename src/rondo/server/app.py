@@ -14,7 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from rondo._version import __version__
 from rondo.errors import ConfigurationError
 from rondo.server import adk_routes, native_routes
-from rondo.server.auth import TokenAuth, load_tokens
+from rondo.server.auth import TokenAuth, TokenMiddleware, load_tokens
 from rondo.server.discovery import AppRegistry
 from rondo.server.errors import install_error_handlers
 from rondo.server.guard import RequestGuard
@@ -104,12 +104,15 @@ def create_app(
     )
     app.state.rondo = state
     install_error_handlers(app)
-    app.include_router(adk_routes.router)
-    app.include_router(native_routes.router)
+    # The routes join the app's own list: `include_router` would wrap each router in a
+    # matching layer of its own, a hundred-odd Python calls on every request.
+    for router in (adk_routes.router, native_routes.router):
+        app.router.routes.extend(router.routes)
     if web:
         _mount_ui(app)
-    # Added last = runs first: the guard, then CORS, then the body limit, then the routes.
+    # Added last = runs first: guard, CORS, tokens, body limit, then the routes.
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(TokenMiddleware, auth=auth_tokens, web=web)
     if allow_origins:
         app.add_middleware(
             CORSMiddleware,

@@ -1,7 +1,7 @@
 """Who is calling, and what they may touch (SPEC W3).
 
 With `--auth-tokens FILE` (a JSON object `{"<token>": "<user id>", ...}`) every request but
-`/health` and the static UI needs `Authorization: Bearer <token>`; the token's user is the
+`/health`, the OpenAPI document and the static UI needs `Authorization: Bearer <token>`; the token's user is the
 only user whose sessions, runs, pending calls and artifacts the request may reach, whatever
 the path or body says. Without tokens (allowed on a loopback bind only) the caller may act
 as any user, as with google-adk's dev server.
@@ -16,19 +16,23 @@ import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import HTTPException, Request
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rondo.errors import ConfigurationError
 
+if TYPE_CHECKING:
+    from rondo.server.state import ServerState
+
 __all__ = [
-    "Caller",
     "TokenAuth",
+    "TokenMiddleware",
     "authorize",
     "caller",
     "load_tokens",
-    "path_user",
+    "owner",
 ]
 
 
@@ -71,28 +75,83 @@ def load_tokens(path: str | Path) -> TokenAuth:
     return TokenAuth(cast(dict[str, str], tokens))
 
 
-def _unauthorized(message: str) -> HTTPException:
-    return HTTPException(401, detail=message, headers={"WWW-Authenticate": "Bearer"})
+# Reachable without a token: the health check, the API's own description, and (under `rondo
+# web`) the UI's static files, which hold no data. Everything else needs one.
+_PUBLIC = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+_API_PREFIXES = ("/apps/", "/run", "/list-apps", "/version", "/config/", "/dev/")
+USER_KEY = "rondo.user"
 
 
-async def caller(request: Request) -> str | None:
-    """The calling user's id, or None when the server runs without tokens."""
-    auth: TokenAuth | None = request.app.state.rondo.auth
-    if auth is None:
-        return None
-    header = request.headers.get("authorization")
+class TokenMiddleware:
+    """Pure ASGI: resolves the bearer token to a user id before any route runs (401 if it
+    cannot), and leaves it in the request scope for `caller`.
+
+    A middleware rather than a FastAPI dependency: it answers before the body is even read,
+    so no unauthenticated request reaches validation, and it costs a dict lookup where a
+    dependency costs a hundred-odd Python calls per request.
+    """
+
+    def __init__(self, app: ASGIApp, *, auth: TokenAuth | None, web: bool = False) -> None:
+        self.app = app
+        self.auth = auth
+        self.web = web
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        auth = self.auth
+        if auth is None or not self._needs_token(scope):
+            scope[USER_KEY] = None
+            await self.app(scope, receive, send)
+            return
+        user, problem = _resolve(auth, scope)
+        if user is None:
+            await _refuse(send, problem)
+            return
+        scope[USER_KEY] = user
+        await self.app(scope, receive, send)
+
+    def _needs_token(self, scope: Scope) -> bool:
+        path: str = scope["path"]
+        if path in _PUBLIC:
+            return False
+        if self.web and scope["method"] in ("GET", "HEAD"):
+            return path.startswith(_API_PREFIXES)
+        return True
+
+
+def _resolve(auth: TokenAuth, scope: Scope) -> tuple[str | None, str]:
+    header = next((v for k, v in scope["headers"] if k == b"authorization"), None)
     if not header:
-        raise _unauthorized("authentication required: send 'Authorization: Bearer <token>'")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise _unauthorized("the Authorization header must be 'Bearer <token>'")
-    user = auth.user_for(token.strip())
-    if user is None:
-        raise _unauthorized("invalid token")
-    return user
+        return None, "authentication required: send 'Authorization: Bearer <token>'"
+    scheme, _, token = header.decode("latin-1").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        return None, "the Authorization header must be 'Bearer <token>'"
+    user = auth.user_for(token)
+    return (user, "") if user is not None else (None, "invalid token")
 
 
-Caller = Annotated[str | None, Depends(caller)]
+async def _refuse(send: Send, problem: str) -> None:
+    body = json.dumps({"detail": problem}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b"Bearer"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def caller(request: Request) -> str | None:
+    """The calling user's id, or None when the server runs without tokens."""
+    return request.scope.get(USER_KEY)
 
 
 def authorize(who: str | None, user_id: str) -> None:
@@ -101,7 +160,7 @@ def authorize(who: str | None, user_id: str) -> None:
         raise HTTPException(403, detail="this token may not access another user's data")
 
 
-async def path_user(user_id: str, who: Caller) -> str:
-    """The `{user_id}` of the path, once the caller is allowed to act as that user."""
-    authorize(who, user_id)
-    return user_id
+def owner(request: Request, user_id: str) -> ServerState:
+    """The server state, once the caller may act as the path's `user_id` (else 403)."""
+    authorize(request.scope.get(USER_KEY), user_id)
+    return request.app.state.rondo

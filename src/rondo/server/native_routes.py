@@ -8,18 +8,18 @@ resumes exactly as `Runner` resumes it for a library user.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, cast
+from typing import Any, Literal, cast
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from rondo.events import PendingCall
 from rondo.lifecycle import to_json
-from rondo.server.auth import Caller, path_user
+from rondo.server.auth import caller, owner
 from rondo.server.errors import BadRequestError, NotFoundError, SafeRoute, stream_error
 from rondo.server.runs import start_run
-from rondo.server.state import State
+from rondo.server.state import ServerState, server_state
 from rondo.server.streams import dumps, open_stream
 from rondo.server.wire import RunAgentRequest
 from rondo.types import Content, Part
@@ -27,7 +27,6 @@ from rondo.types import Content, Part
 __all__ = ["LifecycleRunRequest", "PendingDecision", "router"]
 
 router = APIRouter(tags=["rondo"], route_class=SafeRoute)
-User = Annotated[str, Depends(path_user)]
 
 _SESSION = "/apps/{app_name}/users/{user_id}/sessions/{session_id}"
 
@@ -77,9 +76,10 @@ def _lifecycle_error(exc: BaseException) -> dict[str, Any]:
 
 
 @router.post("/run_lifecycle", response_class=Response, responses=_STREAM_DOC)
-async def run_lifecycle(body: LifecycleRunRequest, state: State, who: Caller) -> Response:
+async def run_lifecycle(body: LifecycleRunRequest, request: Request) -> Response:
     """Run one invocation and stream rondo's lifecycle events."""
-    started = await start_run(state, who, body)
+    state = server_state(request)
+    started = await start_run(state, caller(request), body)
     return await open_stream(
         started.lifecycle(),
         _lifecycle_frames,
@@ -88,7 +88,9 @@ async def run_lifecycle(body: LifecycleRunRequest, state: State, who: Caller) ->
     )
 
 
-async def _pending(state: State, app_name: str, user_id: str, session_id: str) -> list[PendingCall]:
+async def _pending(
+    state: ServerState, app_name: str, user_id: str, session_id: str
+) -> list[PendingCall]:
     state.apps.check(app_name)
     session = await state.sessions.get_session(
         app_name=app_name, user_id=user_id, session_id=session_id, num_recent_events=0
@@ -99,8 +101,9 @@ async def _pending(state: State, app_name: str, user_id: str, session_id: str) -
 
 
 @router.get(_SESSION + "/pending", response_model=list[PendingCall])
-async def list_pending(app_name: str, user_id: User, session_id: str, state: State) -> Response:
+async def list_pending(app_name: str, user_id: str, session_id: str, request: Request) -> Response:
     """The calls the session's last run waits on (confirmations, long-running tools)."""
+    state = owner(request, user_id)
     pending = await _pending(state, app_name, user_id, session_id)
     return Response(
         dumps([p.model_dump(mode="json") for p in pending]), media_type="application/json"
@@ -137,23 +140,23 @@ def _as_dict(value: Any) -> dict[str, Any]:
 @router.post(_SESSION + "/pending/{call_id}", response_class=Response, responses=_STREAM_DOC)
 async def decide_pending(
     app_name: str,
-    user_id: User,
+    user_id: str,
     session_id: str,
     call_id: str,
     body: PendingDecision,
-    state: State,
-    who: Caller,
+    request: Request,
 ) -> Response:
     """Decide on one pending call; the run resumes and streams like `/run_lifecycle`."""
+    state = owner(request, user_id)
     pending = await _pending(state, app_name, user_id, session_id)
     call = next((p for p in pending if p.call_id == call_id), None)
     if call is None:
         raise NotFoundError(f"no pending call {call_id!r} in session {session_id!r}")
-    request = LifecycleRunRequest(
+    resume = LifecycleRunRequest(
         app_name=app_name, user_id=user_id, session_id=session_id, streaming=body.streaming
     )
     message = Content(role="user", parts=[answer(call, body)])
-    started = await start_run(state, who, request, message=message)
+    started = await start_run(state, caller(request), resume, message=message)
     return await open_stream(
         started.lifecycle(),
         _lifecycle_frames,

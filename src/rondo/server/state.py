@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
-from fastapi import Depends, Request
+from fastapi import Request
 
 from rondo.server.streams import ActiveRuns
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from rondo.server.discovery import AppRegistry
     from rondo.sessions.base import BaseSessionService
 
-__all__ = ["ServerState", "State", "server_state"]
+__all__ = ["ServerState", "server_state"]
 
 
 @dataclass
@@ -31,6 +31,3 @@ class ServerState:
 
 def server_state(request: Request) -> ServerState:
     return request.app.state.rondo
-
-
-State = Annotated[ServerState, Depends(server_state)]
