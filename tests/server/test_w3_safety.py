@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,34 @@ def test_w3_cross_user_access_is_refused(launch: Launch) -> None:
         assert session["state"]["secret"] == 42
         assert len(session["events"]) == 4
         assert http.get(f"{bob}/artifacts", headers=BOB).json() == ["f.txt"]
+
+
+def test_w3_a_user_may_not_write_the_state_every_user_shares(launch: Launch) -> None:
+    with launch(auth_tokens=TOKENS) as http:
+        attempts = [
+            ("POST", "/apps/chat/users/alice/sessions", {"state": {"app:motd": "pwned"}}),
+            ("POST", "/apps/chat/users/alice/sessions/s2", {"app:motd": "pwned"}),
+        ]
+        http.post("/apps/chat/users/alice/sessions/s", headers=ALICE)
+        attempts += [
+            ("PATCH", "/apps/chat/users/alice/sessions/s", {"stateDelta": {"app:motd": "x"}}),
+            ("POST", "/run", _run("chat", "alice", "s", stateDelta={"app:motd": "x"})),
+            ("POST", "/run_lifecycle", _run("chat", "alice", "s", stateDelta={"app:motd": "x"})),
+        ]
+        for method, path, body in attempts:
+            answer = http.request(method, path, json=body, headers=ALICE)
+            assert answer.status_code == 403, (method, path, answer.text)
+            assert "app:motd" in answer.json()["detail"]
+        # Her own `user:` and session keys are hers to write.
+        mine = http.patch(
+            "/apps/chat/users/alice/sessions/s",
+            json={"stateDelta": {"user:theme": "dark", "draft": 1}},
+            headers=ALICE,
+        )
+        assert mine.status_code == 200
+        bob = http.post("/apps/chat/users/bob/sessions", headers=BOB).json()
+        assert "app:motd" not in bob["state"]
+        assert "user:theme" not in bob["state"]
 
 
 # -- browsers -----------------------------------------------------------------------------
@@ -371,6 +400,23 @@ def test_w3_two_runs_on_one_session_give_one_409(client: httpx.Client) -> None:
     assert [e["author"] for e in events] == ["user", "slow"]  # one whole run, nothing else
     # Once the run is over the session takes the next one.
     assert client.post("/run", json=_run("slow", "u", "s", "three")).status_code == 200
+
+
+def test_w3_a_client_that_goes_away_frees_its_session(client: httpx.Client) -> None:
+    client.post("/apps/slow/users/u/sessions/s")
+    with client.stream("POST", "/run_sse", json=_run("slow", "u", "s", "long one")) as answer:
+        assert answer.status_code == 200
+        first = next(answer.iter_lines())
+        assert '"functionCall"' in first
+        # Leave while the 30 s tool runs: the server must end the run and free the session.
+    deadline = time.monotonic() + 5
+    while True:
+        again = client.post("/run", json=_run("slow", "u", "s", "second"))
+        if again.status_code != 409 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert again.status_code == 200, again.text
+    assert again.json()[-1]["content"]["parts"][0]["text"] == "done: second"
 
 
 def test_w3_two_servers_on_one_store_never_interleave_a_session(launch: Launch) -> None:

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from rondo._version import __version__
 from rondo.errors import SessionExistsError
 from rondo.events import Event, EventActions
-from rondo.server.auth import caller, owner
+from rondo.server.auth import caller, check_shared_state, owner
 from rondo.server.errors import BadRequestError, InvalidValueError, NotFoundError, SafeRoute
 from rondo.server.runs import collect, start_run
 from rondo.server.state import ServerState, server_state
@@ -158,8 +158,10 @@ async def _create(
     user_id: str,
     session_id: str | None,
     initial: dict[str, Any] | None,
+    who: str | None,
 ) -> Response:
     state.apps.check(app_name)
+    check_shared_state(who, initial)
     try:
         session = await state.sessions.create_session(
             app_name=app_name, user_id=user_id, session_id=session_id, state=initial
@@ -183,6 +185,7 @@ async def create_session(
         user_id,
         body.session_id if body else None,
         body.state if body else None,
+        caller(request),
     )
 
 
@@ -196,7 +199,7 @@ async def create_session_with_id(
 ) -> Response:
     """Create the session `session_id`; the body, if any, is its initial state (as ADK)."""
     state = owner(request, user_id)
-    return await _create(state, app_name, user_id, session_id, initial)
+    return await _create(state, app_name, user_id, session_id, initial, caller(request))
 
 
 @router.get(_SESSION, response_model=WireSession)
@@ -211,6 +214,7 @@ async def update_session(
 ) -> Response:
     """Apply a state delta without running the agent (one user event records it)."""
     state = owner(request, user_id)
+    check_shared_state(caller(request), body.state_delta)
     session = await _session_or_404(state, app_name, user_id, session_id)
     event = Event(
         author="user",

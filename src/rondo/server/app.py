@@ -99,7 +99,9 @@ def create_app(
     app = FastAPI(
         title="rondo",
         version=__version__,
-        description="google-adk's REST + SSE API, rondo's lifecycle stream and pending calls.",
+        description="google-adk's REST + SSE API, rondo's lifecycle stream and pending calls. "
+        "A server started with --auth-tokens needs `Authorization: Bearer <token>` on every "
+        "request but /health and this document; a token acts only as its own user.",
         lifespan=lifespan,
     )
     app.state.rondo = state

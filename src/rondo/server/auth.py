@@ -22,6 +22,7 @@ from fastapi import HTTPException, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rondo.errors import ConfigurationError
+from rondo.sessions.base import APP_PREFIX
 
 if TYPE_CHECKING:
     from rondo.server.state import ServerState
@@ -31,6 +32,7 @@ __all__ = [
     "TokenMiddleware",
     "authorize",
     "caller",
+    "check_shared_state",
     "load_tokens",
     "owner",
 ]
@@ -158,6 +160,23 @@ def authorize(who: str | None, user_id: str) -> None:
     """Refuse (403) unless the caller may act as `user_id`."""
     if who is not None and who != user_id:
         raise HTTPException(403, detail="this token may not access another user's data")
+
+
+def check_shared_state(who: str | None, delta: Mapping[str, Any] | None) -> None:
+    """Refuse (403) a client's write of `app:` state when the server has users.
+
+    `app:` keys are one state shared by every user of the app: with tokens, a user writing
+    them would change what every other user's runs see.
+    """
+    if who is None or not delta:
+        return
+    shared = sorted(k for k in delta if k.startswith(APP_PREFIX))
+    if shared:
+        raise HTTPException(
+            403,
+            detail=f"'app:' state is shared by every user of the app; a client may not write "
+            f"it ({', '.join(shared)})",
+        )
 
 
 def owner(request: Request, user_id: str) -> ServerState:

@@ -14,7 +14,7 @@ from typing import Any
 from rondo.events import Event
 from rondo.run_config import RunConfig
 from rondo.runner import Runner
-from rondo.server.auth import authorize
+from rondo.server.auth import authorize, check_shared_state
 from rondo.server.errors import BadRequestError, NotFoundError
 from rondo.server.state import ServerState
 from rondo.server.wire import RunAgentRequest
@@ -69,6 +69,7 @@ async def start_run(
     if not body.app_name:
         raise BadRequestError("appName is required: the app (folder of AGENTS_DIR) to run")
     authorize(who, body.user_id)
+    check_shared_state(who, body.state_delta)
     runner = await state.apps.runner(body.app_name)
     session = await state.sessions.get_session(
         app_name=body.app_name,
