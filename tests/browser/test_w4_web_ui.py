@@ -16,6 +16,8 @@ from tests._require import require_module
 
 sync_api = require_module("playwright.sync_api", what="BROWSER", install="pip install playwright")
 expect = sync_api.expect
+# Generous: the machines that run this are often busy; a passing check returns at once.
+expect.set_options(timeout=20_000)
 
 APP = "assistant"
 SESSION_URL = re.compile(rf"#/apps/{APP}/sessions/([^/]+)$")
