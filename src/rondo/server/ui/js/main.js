@@ -254,6 +254,10 @@ class App {
   }
 
   toggleInspector() {
+    if (matchMedia("(max-width: 1100px)").matches) {
+      this.layout.classList.toggle("inspector-open"); // a drawer, not a remembered layout
+      return;
+    }
     const hidden = this.layout.classList.toggle("no-inspector");
     localStorage.setItem("rondo.inspector", hidden ? "hidden" : "shown");
   }
