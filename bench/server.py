@@ -12,7 +12,10 @@ level. The load is N concurrent loopback clients, each on one keep-alive connect
 repeating one *run*: create a session, `POST /run_sse` and read the stream to its end, read the
 session back (checking it holds the four events). Reported per server and client count:
 runs/s, time to first event (request sent → first `data:` line read) p50/p99, the whole run's
-p50, and the server's CPU time per run (from /proc, the server process only).
+p50, and the server's CPU time per run (from /proc, the server process only). Both servers
+are up for the whole benchmark and take turns point by point (rondo then ADK, then ADK then
+rondo, `--rounds` times), so a machine whose speed drifts treats them alike; the ratios are
+taken pair by pair and their median printed.
 
 The client is a small HTTP/1.1 client on asyncio streams written here: a general client
 (httpx) spends more CPU per request than the faster server does, and on a two-core machine
@@ -245,38 +248,49 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def bench(subject: str, args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
-    server = Server(subject, args.pin, workdir)
+async def _point(
+    server: Server, subject: str, clients: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    cpu_before = server.cpu()
+    sample = await load(server.port, clients, args.seconds, args.warmup)
+    runs = len(sample.run_ms)
+    # The warm-up's CPU is in the figure too, so divide by every run of both phases.
+    total_runs = runs * (args.seconds + args.warmup) / args.seconds
+    cpu_ms = (server.cpu() - cpu_before) * 1000
+    return {
+        "subject": subject,
+        "clients": clients,
+        "runs": runs,
+        "runs_per_s": runs / args.seconds,
+        "ttfe_p50_ms": _pct(sample.ttfe_ms, 0.50),
+        "ttfe_p99_ms": _pct(sample.ttfe_ms, 0.99),
+        "run_p50_ms": _pct(sample.run_ms, 0.50),
+        "server_cpu_ms_per_run": cpu_ms / total_runs if total_runs else float("nan"),
+        "errors": sample.errors,
+    }
+
+
+async def bench(
+    subjects: list[str], args: argparse.Namespace, workdir: Path
+) -> list[dict[str, Any]]:
+    """Every point of every subject, the subjects taking turns (A B, then B A, ...) so that a
+    machine whose speed drifts during the run treats them alike."""
+    servers = {subject: Server(subject, args.pin, workdir) for subject in subjects}
     rows: list[dict[str, Any]] = []
     try:
-        await server.ready()
+        for server in servers.values():
+            await server.ready()
         for clients in args.clients:
-            cpu_before = server.cpu()
-            started = time.perf_counter()
-            sample = await load(server.port, clients, args.seconds, args.warmup)
-            elapsed = time.perf_counter() - started
-            runs = len(sample.run_ms)
-            # The warm-up's CPU is in the figure too, so divide by every run of both phases.
-            total_runs = runs * (args.seconds + args.warmup) / args.seconds
-            rows.append(
-                {
-                    "subject": subject,
-                    "clients": clients,
-                    "runs": runs,
-                    "runs_per_s": runs / args.seconds,
-                    "ttfe_p50_ms": _pct(sample.ttfe_ms, 0.50),
-                    "ttfe_p99_ms": _pct(sample.ttfe_ms, 0.99),
-                    "run_p50_ms": _pct(sample.run_ms, 0.50),
-                    "server_cpu_ms_per_run": (server.cpu() - cpu_before) * 1000 / total_runs
-                    if total_runs
-                    else float("nan"),
-                    "errors": sample.errors,
-                    "wall_s": elapsed,
-                }
-            )
-            print(_row(rows[-1]), flush=True)
+            for turn in range(args.rounds):
+                order = subjects if turn % 2 == 0 else subjects[::-1]
+                for subject in order:
+                    row = await _point(servers[subject], subject, clients, args)
+                    row["round"] = turn
+                    rows.append(row)
+                    print(_row(row), flush=True)
     finally:
-        server.stop()
+        for server in servers.values():
+            server.stop()
     return rows
 
 
@@ -288,17 +302,42 @@ def _row(r: dict[str, Any]) -> str:
     )
 
 
+def _median_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per subject and client count: the median of its rounds, figure by figure."""
+    keys = sorted({(r["subject"], r["clients"]) for r in rows}, key=lambda k: (k[1], k[0]))
+    out: list[dict[str, Any]] = []
+    for subject, clients in keys:
+        group = [r for r in rows if r["subject"] == subject and r["clients"] == clients]
+        merged: dict[str, Any] = {"subject": subject, "clients": clients}
+        for name in group[0]:
+            if name not in merged and name != "round":
+                merged[name] = statistics.median(r[name] for r in group)
+        out.append(merged)
+    return out
+
+
 def _ratios(rows: list[dict[str, Any]]) -> list[str]:
-    by = {(r["subject"], r["clients"]): r for r in rows}
+    """rondo against google-adk, round by round (the pair measured back to back), medians."""
     lines = []
     for clients in sorted({r["clients"] for r in rows}):
-        ours, theirs = by.get(("rondo", clients)), by.get(("adk", clients))
-        if ours and theirs:
-            lines.append(
-                f"| {clients} | {ours['runs_per_s'] / theirs['runs_per_s']:.1f}x | "
-                f"{ours['ttfe_p99_ms']:.2f} vs {theirs['ttfe_p50_ms']:.2f} | "
-                f"{theirs['server_cpu_ms_per_run'] / ours['server_cpu_ms_per_run']:.1f}x |"
-            )
+        pairs = [
+            (ours, theirs)
+            for ours in rows
+            for theirs in rows
+            if ours["subject"] == "rondo"
+            and theirs["subject"] == "adk"
+            and ours["clients"] == theirs["clients"] == clients
+            and ours["round"] == theirs["round"]
+        ]
+        if not pairs:
+            continue
+        speed = statistics.median(o["runs_per_s"] / t["runs_per_s"] for o, t in pairs)
+        cpu = statistics.median(
+            t["server_cpu_ms_per_run"] / o["server_cpu_ms_per_run"] for o, t in pairs
+        )
+        p99 = statistics.median(o["ttfe_p99_ms"] for o, _ in pairs)
+        p50 = statistics.median(t["ttfe_p50_ms"] for _, t in pairs)
+        lines.append(f"| {clients} | {speed:.1f}x | {p99:.1f} vs {p50:.1f} | {cpu:.1f}x |")
     return lines
 
 
@@ -308,13 +347,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--only", choices=["rondo", "adk"])
-    parser.add_argument("--quick", action="store_true", help="3 s per point")
+    parser.add_argument("--rounds", type=int, default=2, help="turns per point (median)")
+    parser.add_argument("--quick", action="store_true", help="3 s per point, one round")
     parser.add_argument("--no-pin", dest="pin", action="store_false")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()
     args.clients = args.clients or list(CLIENTS)
     if args.quick:
-        args.seconds, args.warmup = 3.0, 1.0
+        args.seconds, args.warmup, args.rounds = 3.0, 1.0, 1
     args.pin = args.pin and (os.cpu_count() or 1) >= 2
     if args.pin:
         os.sched_setaffinity(0, {1})
@@ -323,10 +363,15 @@ def main() -> None:
           "server CPU ms/run | errors |")  # fmt: skip
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     subjects = [args.only] if args.only else ["rondo", "adk"]
-    rows: list[dict[str, Any]] = []
     workdir = Path(os.environ.get("TMPDIR", "/tmp"))
-    for subject in subjects:
-        rows += asyncio.run(bench(subject, args, workdir))
+    rows = asyncio.run(bench(subjects, args, workdir))
+    if args.rounds > 1:
+        print("\nmedians of the rounds:")
+        print("| server | clients | runs/s | TTFE p50 ms | TTFE p99 ms | run p50 ms | "
+              "server CPU ms/run | errors |")  # fmt: skip
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for row in _median_rows(rows):
+            print(_row(row))
     ratios = _ratios(rows)
     if ratios:
         print(
@@ -335,7 +380,7 @@ def main() -> None:
         print("|---:|---:|---:|---:|")
         print("\n".join(ratios))
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
     print(f"load at the end {os.getloadavg()[0]:.1f}; median runs/s over all points: "
           f"{statistics.median(r['runs_per_s'] for r in rows):.1f}")  # fmt: skip
 
