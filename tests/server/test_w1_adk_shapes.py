@@ -148,3 +148,44 @@ def test_w1_errors_match_adk(client: httpx.Client) -> None:
     # ADK names its server-side path here; rondo names the apps instead.
     assert unknown.json()["detail"].startswith("Agent not found: 'nope'.")
     assert json.loads(body)["detail"].startswith("Agent not found: 'nope'.")
+
+
+def test_w1_streaming_sends_partial_events_then_the_whole_answer(client: httpx.Client) -> None:
+    client.post("/apps/chat/users/u1/sessions/s")
+    answer = client.post("/run_sse", json=_run_body("s", "tea", streaming=True))
+    events = sse_events(answer.text)
+    for event in events:
+        no_nulls(event)
+    partial = [e for e in events if e.get("partial")]
+    final = events[-1]
+    assert len(partial) > 1
+    assert all(e["partial"] is True for e in partial)
+    assert "partial" not in final  # the aggregate, as a non-streamed event
+    text = "".join(e["content"]["parts"][0]["text"] for e in partial)
+    assert text == final["content"]["parts"][0]["text"] == "Stub reply: noted 'tea'"
+    # Only whole events are stored.
+    stored = client.get("/apps/chat/users/u1/sessions/s").json()["events"]
+    assert all("partial" not in e for e in stored)
+    assert len(stored) == 4
+
+
+def test_w1_an_artifact_delta_goes_out_as_adk_sends_it(client: httpx.Client) -> None:
+    client.post("/apps/files/users/u1/sessions/s")
+    events = sse_events(
+        client.post("/run_sse", json={**_run_body("s", "buy milk"), "appName": "files"}).text
+    )
+    # As google-adk: the tool's event twice — its content with an empty artifactDelta,
+    # then the actions alone — because ADK's web UI renders artifacts from the latter.
+    content_part, action_part = events[1], events[2]
+    assert content_part["id"] == action_part["id"]
+    assert content_part["actions"]["artifactDelta"] == {}
+    assert "functionResponse" in content_part["content"]["parts"][0]
+    assert "content" not in action_part
+    assert action_part["actions"]["artifactDelta"] == {"notes.txt": 0}
+    assert len(events) == 4
+    # /run and the stored session keep it as one event.
+    stored = client.get("/apps/files/users/u1/sessions/s").json()["events"]
+    assert stored[2]["actions"]["artifactDelta"] == {"notes.txt": 0}
+    assert "functionResponse" in stored[2]["content"]["parts"][0]
+    saved = client.get("/apps/files/users/u1/sessions/s/artifacts/notes.txt").json()
+    assert saved == {"text": "buy milk"}

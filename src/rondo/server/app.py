@@ -79,13 +79,10 @@ def create_app(
     """
     if max_body_bytes <= 0:
         raise ConfigurationError(f"max_body_bytes must be positive, got {max_body_bytes}")
-    if isinstance(auth_tokens, str | Path):
-        auth_tokens = load_tokens(auth_tokens)
-    elif auth_tokens is not None and not isinstance(auth_tokens, TokenAuth):
-        auth_tokens = TokenAuth(auth_tokens)
+    auth = _auth(auth_tokens)
     sessions, artifacts, owned = _stores(db, session_service, artifact_service)
     apps = AppRegistry(agents_dir, session_service=sessions, artifact_service=artifacts)
-    state = ServerState(apps=apps, sessions=sessions, artifacts=artifacts, auth=auth_tokens)
+    state = ServerState(apps=apps, sessions=sessions, artifacts=artifacts, auth=auth)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncGenerator[None]:
@@ -112,9 +109,30 @@ def create_app(
         app.router.routes.extend(router.routes)
     if web:
         _mount_ui(app)
-    # Added last = runs first: guard, CORS, tokens, body limit, then the routes.
+    _add_middleware(app, auth, allow_origins, max_body_bytes, loopback_only, web)
+    return app
+
+
+def _auth(tokens: TokenAuth | Mapping[str, str] | str | Path | None) -> TokenAuth | None:
+    if isinstance(tokens, str | Path):
+        return load_tokens(tokens)
+    if tokens is not None and not isinstance(tokens, TokenAuth):
+        return TokenAuth(tokens)
+    return tokens
+
+
+def _add_middleware(
+    app: FastAPI,
+    auth: TokenAuth | None,
+    allow_origins: Sequence[str],
+    max_body_bytes: int,
+    loopback_only: bool,
+    web: bool,
+) -> None:
+    # Added last = runs first: guard, CORS, tokens, body limit, then the routes. CORS before
+    # the tokens, so a browser can read a 401 and preflights need no token.
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
-    app.add_middleware(TokenMiddleware, auth=auth_tokens, web=web)
+    app.add_middleware(TokenMiddleware, auth=auth, web=web)
     if allow_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -123,7 +141,6 @@ def create_app(
             allow_headers=["*"],
         )
     app.add_middleware(RequestGuard, loopback_only=loopback_only, allowed_origins=allow_origins)
-    return app
 
 
 def _mount_ui(app: FastAPI) -> None:
