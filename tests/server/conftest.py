@@ -9,6 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests._stores import postgres_url as postgres_url  # the PostgreSQL fixture, re-exported
+
 Launch = Callable[..., AbstractContextManager[httpx.Client]]
 
 
