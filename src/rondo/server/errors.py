@@ -97,6 +97,13 @@ def describe(exc: BaseException) -> str:
     """What a client may read about `exc`: rondo's message, or a generic line."""
     if isinstance(exc, _PLAIN):
         return str(exc)
+    if isinstance(exc, StaleSessionError):
+        # The store's message speaks to library users (re-read the handle); this one to clients.
+        return (
+            "StaleSessionError: the session changed while this run was writing to it "
+            "(another run, perhaps on another server); the run stopped there, so send the "
+            "message again"
+        )
     if isinstance(exc, RondoError):
         return f"{type(exc).__name__}: {exc}"
     return _internal(exc)
