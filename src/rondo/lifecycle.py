@@ -37,6 +37,7 @@ __all__ = [
     "RunStart",
     "TaskEvent",
     "ToolCallEnd",
+    "ToolCallProgress",
     "ToolCallStart",
     "json_schema",
     "parse_lifecycle_event",
@@ -126,6 +127,18 @@ class ToolCallStart(_Lifecycle):
     args: dict[str, Any] = Field(default_factory=dict[str, Any])
 
 
+class ToolCallProgress(_Lifecycle):
+    """A running call's progress: a streaming tool's chunk (or what a tool reported), in
+    order (`index`), between its `ToolCallStart` and `ToolCallEnd` (SPEC G5)."""
+
+    type: Literal["tool_call_progress"] = "tool_call_progress"
+    reason_id: str
+    call_id: str
+    tool_name: str
+    index: int = 0
+    chunk: Any = None
+
+
 class ToolCallEnd(_Lifecycle):
     """A tool call finished. `error` is set when it raised, had bad arguments or was unknown."""
 
@@ -166,10 +179,15 @@ class HITLDecided(_Lifecycle):
 
 
 class PlanUpdate(_Lifecycle):
+    """A plan was created, advanced or revised (`rondo.tools.plan`): the step titles, the
+    step the update concerns (`index`) and each step's status; between the planning call's
+    `ToolCallStart` and `ToolCallEnd`."""
+
     type: Literal["plan_update"] = "plan_update"
     stage: Literal["create", "progress", "revise"] = "create"
     plans: list[str] = Field(default_factory=list[str])
     index: int = 0
+    statuses: list[str] = Field(default_factory=list[str])
     reason_id: str | None = None
 
 
@@ -209,7 +227,8 @@ class RunMetrics(BaseModel):
 class RunEnd(_Lifecycle):
     """The run ended normally or paused (then `pending` lists what it waits for).
 
-    `is_abnormal` is True only when the run ended on a partial response (SPEC F4). The full
+    `is_abnormal` is True when the run ended on a partial response (SPEC F4) or its final
+    answer does not fit the output schema (`error` says why; `output` is then None). The full
     result of a stream is read here, never by concatenating deltas (SPEC V4).
     """
 
@@ -219,6 +238,7 @@ class RunEnd(_Lifecycle):
     metrics: RunMetrics = Field(default_factory=RunMetrics)
     is_abnormal: bool = False
     pending: list[PendingCall] = Field(default_factory=list[PendingCall])
+    error: str | None = None
 
 
 class TaskEvent(_Lifecycle):
@@ -240,6 +260,7 @@ LifecycleEvent = Annotated[
     | ReasonEnd
     | ActionStart
     | ToolCallStart
+    | ToolCallProgress
     | ToolCallEnd
     | ActionEnd
     | HITLPending

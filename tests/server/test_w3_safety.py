@@ -255,6 +255,15 @@ def test_w3_bad_json_is_422_in_fastapis_shape(client: httpx.Client) -> None:
     )
     assert unknown_part.status_code == 422
     assert unknown_part.json()["detail"][0]["loc"] == ["body", "newMessage", "parts", 0, "txt"]
+    bad_bytes = client.post(
+        "/run",
+        json={
+            **_run("chat", "u", "s"),
+            "newMessage": {"parts": [{"inlineData": {"mimeType": "image/png", "data": "@@"}}]},
+        },
+    )
+    assert bad_bytes.status_code == 422
+    assert "base64" in bad_bytes.json()["detail"][0]["msg"]
 
 
 def test_w3_unknown_app_or_session_is_404_with_a_detail(client: httpx.Client) -> None:

@@ -9,7 +9,7 @@ import pytest
 from google.genai import errors
 
 from rondo import Agent, Blob, Content, FunctionCall, FunctionResponse, Part, RunConfig, Runner
-from rondo.errors import ModelNotFoundError
+from rondo.errors import MissingAPIKeyError, ModelBadRequestError
 from rondo.models import FunctionDeclaration, GenerateConfig, ModelRequest, ModelResponse
 from rondo.models._gemini_wire import clean_schema
 from rondo.models.gemini import GeminiModel, RetryPolicy
@@ -342,8 +342,10 @@ async def test_max_tokens_is_a_finish_reason_not_an_error() -> None:
 async def test_m5_http_error_raises_without_retry() -> None:
     error = {"error": {"code": 400, "message": "bad request", "status": "INVALID_ARGUMENT"}}
     exchanges = Exchanges(json_reply(error, 400))
-    with pytest.raises(errors.ClientError, match="bad request"):
+    with pytest.raises(ModelBadRequestError, match="bad request") as caught:
         await collect(model(exchanges), ask(), stream=False)
+    assert isinstance(caught.value.__cause__, errors.ClientError)
+    assert caught.value.status_code == 400
     assert len(exchanges.requests) == 1
 
 
@@ -461,7 +463,7 @@ def test_model_string_without_key_fails_when_the_agent_is_built(
 ) -> None:
     for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
         monkeypatch.delenv(name, raising=False)
-    with pytest.raises(ModelNotFoundError, match="GEMINI_API_KEY"):
+    with pytest.raises(MissingAPIKeyError, match="GEMINI_API_KEY"):
         Agent(name="assistant", model="gemini:gemini-2.5-flash")
 
 

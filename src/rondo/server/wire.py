@@ -19,6 +19,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from rondo.events import Event, EventActions, ToolConfirmation
+from rondo.server.errors import InvalidValueError
 from rondo.sessions.base import Session
 from rondo.types import (
     Blob,
@@ -54,11 +55,11 @@ def _b64decode(value: Any) -> Any:
     """Bytes arrive base64-encoded (either alphabet, padding optional), as genai writes them."""
     if not isinstance(value, str):
         return value
-    text = value.replace("+", "-").replace("/", "_")
+    text = value.replace("-", "+").replace("_", "/")
     try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise ValueError(f"not valid base64: {exc}") from None
+        raise InvalidValueError(f"not valid base64: {exc}") from None
 
 
 def _b64encode(data: bytes) -> str:

@@ -44,7 +44,7 @@ class BaseTool(abc.ABC):
 
     def stream(self, args: dict[str, Any], tool_context: ToolContext) -> AsyncIterator[Any]:
         """The chunks of a streaming tool; only called when `is_streaming` is set."""
-        raise NotImplementedError(f"{type(self).__name__} is not a streaming tool")
+        raise ToolDefinitionError(f"{type(self).__name__} is not a streaming tool")
 
     def __init__(self, *, name: str, description: str = "", is_long_running: bool = False):
         self.name = check_tool_name(name)
@@ -61,6 +61,14 @@ class BaseTool(abc.ABC):
         if decl is not None:
             request.config.tools.append(decl)
         request.tools[self.name] = self
+
+    async def confirmation_gate(
+        self, args: dict[str, Any], tool_context: ToolContext
+    ) -> dict[str, Any] | None:
+        """H1/H2: the response when this call needs a human's confirmation first — asked
+        for (the call waits, not started) or refused (the tool is not run); None to run it.
+        Checked after the `before_tool` hooks, before `run`."""
+        return None
 
     @abc.abstractmethod
     async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
