@@ -9,6 +9,7 @@ from rondo.evaluation import Call, EvalConfig, ExpectedCall, parse_eval_set, run
 from rondo.models import ModelResponse
 from rondo.testing import ScriptedModel
 from rondo.types import Content, Part
+from tests._require import require_module
 
 
 def calls(*names: str) -> list[Call]:
@@ -62,7 +63,13 @@ def case(query: str, final: str, tool_uses: list[dict[str, object]]) -> dict[str
     }
 
 
+def _needs_rouge() -> None:
+    require_module("rouge_score", what="EVAL", install="pip install 'rondo-agents[eval]'")
+
+
 async def test_sub_agent_calls_count_and_the_final_text_is_the_last_answer() -> None:
+    _needs_rouge()
+
     def lookup(q: str) -> dict[str, str]:
         """Looks something up."""
         return {"found": q}
@@ -109,6 +116,7 @@ async def test_sub_agent_calls_count_and_the_final_text_is_the_last_answer() -> 
 
 
 async def test_the_answer_text_includes_thought_parts_as_in_adk() -> None:
+    _needs_rouge()
     thinking = ModelResponse(
         content=Content(role="model", parts=[Part(text="hmm", thought=True), Part(text="Root.")])
     )

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-import anthropic
 import pytest
 
-from rondo import Agent, Blob, Content, FunctionCall, FunctionResponse, Part, RunConfig, Runner
-from rondo.errors import MissingAPIKeyError, ModelBadRequestError, ModelServerError
-from rondo.models import FunctionDeclaration, GenerateConfig, ModelRequest, ModelResponse
-from rondo.models.anthropic import AnthropicModel, RetryPolicy
+from tests._require import require_module
 
-from ._http_fakes import Exchanges, broken_sse_reply, json_reply, sse_reply
+anthropic = require_module(
+    "anthropic", what="ANTHROPIC", install="pip install 'rondo-agents[anthropic]'"
+)
+
+from rondo import Agent, Blob, Content, FunctionCall, FunctionResponse, Part, RunConfig, Runner  # noqa: E402
+from rondo.errors import MissingAPIKeyError, ModelBadRequestError, ModelServerError  # noqa: E402
+from rondo.models import FunctionDeclaration, GenerateConfig, ModelRequest, ModelResponse  # noqa: E402
+from rondo.models.anthropic import AnthropicModel, RetryPolicy  # noqa: E402
+
+from ._http_fakes import Exchanges, broken_sse_reply, json_reply, sse_reply  # noqa: E402
 
 NO_WAIT = RetryPolicy(max_attempts=3, initial_delay=0.0, max_delay=0.0)
 

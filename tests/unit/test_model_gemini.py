@@ -6,15 +6,20 @@ import base64
 from typing import Any
 
 import pytest
-from google.genai import errors
 
-from rondo import Agent, Blob, Content, FunctionCall, FunctionResponse, Part, RunConfig, Runner
-from rondo.errors import MissingAPIKeyError, ModelBadRequestError
-from rondo.models import FunctionDeclaration, GenerateConfig, ModelRequest, ModelResponse
-from rondo.models._gemini_wire import clean_schema
-from rondo.models.gemini import GeminiModel, RetryPolicy
+from tests._require import require_module
 
-from ._http_fakes import Exchanges, broken_sse_reply, json_reply, sse_reply
+errors = require_module(
+    "google.genai.errors", what="GEMINI", install="pip install 'rondo-agents[gemini]'"
+)
+
+from rondo import Agent, Blob, Content, FunctionCall, FunctionResponse, Part, RunConfig, Runner  # noqa: E402
+from rondo.errors import MissingAPIKeyError, ModelBadRequestError  # noqa: E402
+from rondo.models import FunctionDeclaration, GenerateConfig, ModelRequest, ModelResponse  # noqa: E402
+from rondo.models._gemini_wire import clean_schema  # noqa: E402
+from rondo.models.gemini import GeminiModel, RetryPolicy  # noqa: E402
+
+from ._http_fakes import Exchanges, broken_sse_reply, json_reply, sse_reply  # noqa: E402
 
 NO_WAIT = RetryPolicy(max_attempts=3, initial_delay=0.0, max_delay=0.0)
 

@@ -7,12 +7,15 @@ import subprocess
 import sys
 from typing import Any
 
-import httpx2
-import openai
 import pytest
 
-from rondo import Agent, Blob, Content, FunctionCall, FunctionResponse, Part, RunConfig, Runner
-from rondo.errors import (
+from tests._require import require_module
+
+httpx2 = require_module("httpx2", what="OPENAI", install="pip install 'rondo-agents[openai]'")
+openai = require_module("openai", what="OPENAI", install="pip install 'rondo-agents[openai]'")
+
+from rondo import Agent, Blob, Content, FunctionCall, FunctionResponse, Part, RunConfig, Runner  # noqa: E402
+from rondo.errors import (  # noqa: E402
     MissingAPIKeyError,
     ModelAuthError,
     ModelBadRequestError,
@@ -22,10 +25,10 @@ from rondo.errors import (
     ModelRateLimitError,
     ModelServerError,
 )
-from rondo.models import FunctionDeclaration, GenerateConfig, ModelRequest, ModelResponse
-from rondo.models.openai import OpenAIModel, RetryPolicy
+from rondo.models import FunctionDeclaration, GenerateConfig, ModelRequest, ModelResponse  # noqa: E402
+from rondo.models.openai import OpenAIModel, RetryPolicy  # noqa: E402
 
-from ._http_fakes import Exchanges, broken_sse_reply, json_reply, sse_reply
+from ._http_fakes import Exchanges, broken_sse_reply, json_reply, sse_reply  # noqa: E402
 
 NO_WAIT = RetryPolicy(max_attempts=3, initial_delay=0.0, max_delay=0.0)
 
