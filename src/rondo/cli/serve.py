@@ -56,6 +56,14 @@ MaxBody = Annotated[
     int, typer.Option("--max-body-bytes", help="Largest request body accepted (413 beyond).")
 ]
 LogLevel = Annotated[str, typer.Option("--log-level", help="uvicorn's log level.")]
+A2A = Annotated[
+    bool,
+    typer.Option(
+        "--a2a",
+        help="Also serve each app over A2A at /a2a/APP (JSON-RPC; its agent card at "
+        "/a2a/APP/.well-known/agent-card.json). Needs the a2a extra.",
+    ),
+]
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,7 @@ class ServeOptions:
     max_body_bytes: int
     log_level: str
     web: bool
+    a2a: bool = False
 
 
 def check_bind(host: str, auth_tokens: str | None, allow_unauthenticated: bool) -> None:
@@ -104,6 +113,7 @@ def _serve(options: ServeOptions) -> None:
             max_body_bytes=options.max_body_bytes,
             loopback_only=is_loopback(options.host) and options.auth_tokens is None,
             web=options.web,
+            a2a=options.a2a,
         )
         names = app.state.rondo.apps.names()
         errors.print(
@@ -133,12 +143,13 @@ def register(app: typer.Typer) -> None:
         allow_unauthenticated: Unauthenticated = False,
         max_body_bytes: MaxBody = 10 * 1024 * 1024,
         log_level: LogLevel = "info",
+        a2a: A2A = False,
     ) -> None:
         """Serve the apps of AGENTS_DIR with google-adk's REST + SSE API (and rondo's)."""
         _serve(
             ServeOptions(
                 agents_dir, host, port, db, tuple(allow_origin or ()), auth_tokens,
-                allow_unauthenticated, max_body_bytes, log_level, web=False,
+                allow_unauthenticated, max_body_bytes, log_level, web=False, a2a=a2a,
             )
         )  # fmt: skip
 

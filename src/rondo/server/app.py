@@ -22,6 +22,7 @@ from rondo.server.limits import BodyLimit
 from rondo.server.state import ServerState
 
 if TYPE_CHECKING:
+    from rondo.a2a import A2AApps
     from rondo.artifacts.base import BaseArtifactService
     from rondo.sessions.base import BaseSessionService
 
@@ -68,6 +69,7 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     loopback_only: bool = False,
     web: bool = False,
+    a2a: bool = False,
 ) -> FastAPI:
     """The server for the apps of `agents_dir`.
 
@@ -75,7 +77,8 @@ def create_app(
     SQLite at `.rondo/sessions.db`), unless `session_service` is given. `auth_tokens` (a
     tokens file, a mapping or a `TokenAuth`) makes every request need a bearer token bound to
     one user. `loopback_only` refuses requests whose Host is not the loopback (set it when
-    binding 127.0.0.1). `web` serves rondo's web UI at `/`.
+    binding 127.0.0.1). `web` serves rondo's web UI at `/`. `a2a` also serves each app over
+    A2A at `/a2a/{app}` (the `a2a` extra; see `rondo.a2a`).
     """
     if max_body_bytes <= 0:
         raise ConfigurationError(f"max_body_bytes must be positive, got {max_body_bytes}")
@@ -83,12 +86,15 @@ def create_app(
     sessions, artifacts, owned = _stores(db, session_service, artifact_service)
     apps = AppRegistry(agents_dir, session_service=sessions, artifact_service=artifacts)
     state = ServerState(apps=apps, sessions=sessions, artifacts=artifacts, auth=auth)
+    a2a_apps = _a2a_apps(apps, auth) if a2a else None
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncGenerator[None]:
         try:
             yield
         finally:
+            if a2a_apps is not None:
+                await a2a_apps.aclose()
             await apps.close()
             if owned:
                 await sessions.close()
@@ -107,10 +113,20 @@ def create_app(
     # matching layer of its own, a hundred-odd Python calls on every request.
     for router in (adk_routes.router, native_routes.router):
         app.router.routes.extend(router.routes)
+    if a2a_apps is not None:
+        app.mount("/a2a", a2a_apps)
     if web:
         _mount_ui(app)
     _add_middleware(app, auth, allow_origins, max_body_bytes, loopback_only, web)
     return app
+
+
+def _a2a_apps(apps: AppRegistry, auth: TokenAuth | None) -> A2AApps:
+    """Every app over A2A; with tokens, a task and a context belong to the token's user."""
+    from rondo.a2a import A2AApps
+    from rondo.server.auth import caller
+
+    return A2AApps(apps.runner, user_for=caller, bearer_auth=auth is not None)
 
 
 def _auth(tokens: TokenAuth | Mapping[str, str] | str | Path | None) -> TokenAuth | None:
