@@ -300,3 +300,89 @@ async def test_w6_a2a_tasks_and_contexts_belong_to_the_authenticated_user() -> N
     assert his is not None
     assert [e.text for e in his.events if e.author == "user"] == ["Hi"]
     assert "bearer" in json_format.MessageToDict(app.card)["securitySchemes"]
+
+
+gate: list[Any] = []  # [entered, released]: asyncio.Events of the current test
+
+
+async def hold_on(note: str) -> dict[str, Any]:
+    """Wait until the test lets go."""
+    gate[0].set()
+    await gate[1].wait()
+    return {"note": note}
+
+
+async def test_w6_a2a_two_messages_at_once_in_one_context_run_one_after_the_other() -> None:
+    import asyncio
+
+    gate[:] = [asyncio.Event(), asyncio.Event()]
+    runner = weather_runner(
+        [FunctionCall(name="hold_on", args={"note": "x"}), "First done.", "Second done."],
+        tools=[hold_on],
+    )
+    async with serve(A2AApp(runner)) as url:
+        client = await create_client(url, ClientConfig(streaming=False))
+        async with client:
+            first = asyncio.create_task(_send(client, _message("one", context_id="c1")))
+            await asyncio.wait_for(gate[0].wait(), 10)  # the first run is in its tool
+            second = asyncio.create_task(_send(client, _message("two", context_id="c1")))
+            await asyncio.sleep(0.3)  # time for the second run to start, were it not held
+            gate[1].set()
+            a, b = _final_task(await first), _final_task(await second)
+    # The second waited for the first: each answered its own message, nothing raced.
+    assert [t.artifacts[0].parts[0].text for t in (a, b)] == ["First done.", "Second done."]
+    assert [t.status.state for t in (a, b)] == [TaskState.TASK_STATE_COMPLETED] * 2
+
+
+started: list[str] = []
+stopped: list[str] = []
+
+
+async def wait_forever(topic: str) -> dict[str, Any]:
+    """Research a topic (forever)."""
+    import asyncio
+
+    started.append(topic)
+    try:
+        await asyncio.sleep(3600)
+    except asyncio.CancelledError:
+        stopped.append(topic)
+        raise
+    return {}
+
+
+async def test_w6_a2a_cancel_stops_the_run() -> None:
+    import asyncio
+
+    from a2a.types import CancelTaskRequest
+
+    started.clear()
+    stopped.clear()
+    runner = weather_runner(
+        [FunctionCall(name="wait_forever", args={"topic": "a2a"})], tools=[wait_forever]
+    )
+    async with serve(A2AApp(runner)) as url:
+        # `polling`: the send returns at once with the submitted task.
+        client = await create_client(url, ClientConfig(streaming=False, polling=True))
+        async with client:
+            task = _final_task(await _send(client, _message("Research a2a")))
+            for _ in range(500):
+                if started:
+                    break
+                await asyncio.sleep(0.01)
+            canceled = await client.cancel_task(CancelTaskRequest(id=task.id))
+    assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+    assert started == ["a2a"]
+    assert stopped == ["a2a"]
+
+
+async def test_w6_a2a_a_message_with_nothing_readable_is_invalid_params(
+    weather_url: tuple[str, Runner],
+) -> None:
+    from a2a.utils.errors import InvalidParamsError
+
+    url, _ = weather_url
+    client = await create_client(url, ClientConfig(streaming=False))
+    async with client:
+        with pytest.raises(InvalidParamsError, match="no part rondo can read"):
+            await _send(client, _message(parts=[Part(text="")]))

@@ -14,8 +14,10 @@ The A2A context id is the rondo session id; the user is the authenticated caller
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -69,6 +71,29 @@ class _Progress:
     waiting: dict[str, A2APart] = field(default_factory=lambda: {})
 
 
+class _SessionLocks:
+    """One lock per session while someone holds or waits for it: two messages sent to one
+    context at once run one after the other (the second sees the first's answer) instead
+    of racing on the session."""
+
+    def __init__(self) -> None:
+        self._locks: dict[tuple[str, str], tuple[asyncio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: tuple[str, str]) -> AsyncGenerator[None]:
+        lock, users = self._locks.get(key, (asyncio.Lock(), 0))
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
+
+
 class RondoAgentExecutor(AgentExecutor):
     """Runs a rondo `Runner` for the A2A SDK's request handler."""
 
@@ -80,6 +105,7 @@ class RondoAgentExecutor(AgentExecutor):
     ) -> None:
         self._runner = runner
         self._run_config = run_config
+        self._sessions = _SessionLocks()
 
     async def runner(self) -> Runner:
         from rondo.runner import Runner
@@ -98,6 +124,8 @@ class RondoAgentExecutor(AgentExecutor):
         updater = _updater(context, event_queue)
         task = context.current_task
         content = _content(message)
+        if not content.parts:
+            raise InvalidParamsError(message="the message has no part rondo can read")
         if task is None:
             await event_queue.enqueue_event(
                 Task(
@@ -113,14 +141,13 @@ class RondoAgentExecutor(AgentExecutor):
                 task.status.state, message=updater.new_agent_message([A2APart(text=NOT_ANSWERED)])
             )
             return
-        if not content.parts:
-            raise InvalidParamsError(message="the message has no part rondo can read")
         runner = await self.runner()
         user_id = user_id_for(context)
         await updater.start_work()
         progress = _Progress()
         try:
-            pending = await self._run(runner, user_id, updater, content, progress)
+            async with self._sessions.hold((user_id, updater.context_id)):
+                pending = await self._run(runner, user_id, updater, content, progress)
         except RondoError as exc:
             progress.error = str(exc)
             pending = []
