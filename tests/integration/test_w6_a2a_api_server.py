@@ -132,6 +132,34 @@ async def test_w6_a2a_with_auth_tokens_needs_a_token_and_a_context_is_the_token_
         assert (await bob_http.get(f"/apps/chat/users/alice/sessions/{ctx}")).status_code == 403
 
 
+async def test_w6_a2a_remote_agent_calls_a_server_with_tokens(token_server: str) -> None:
+    from rondo import Agent, FunctionCall, Runner
+    from rondo.a2a import RemoteA2AAgent
+    from rondo.errors import AgentCardError
+    from rondo.testing import ScriptedModel
+
+    url = f"{token_server}/a2a/chat"
+    for remote, expected in (
+        (RemoteA2AAgent(name="chat", url=url, headers=_bearer("tok-alice")), None),
+        (RemoteA2AAgent(name="chat", url=url), AgentCardError.__name__),
+    ):
+        transfer = FunctionCall(name="transfer_to_agent", args={"agent_name": "chat"})
+        root = Agent(name="root", model=ScriptedModel([transfer]), sub_agents=[remote])
+        events = [
+            e
+            async for e in Runner(agent=root).run_async(
+                user_id="u", session_id="s", new_message="tea"
+            )
+            if e.author == "chat"
+        ]
+        assert events[-1].error_code == expected
+        if expected is None:
+            assert events[-1].text == "Stub reply: noted 'tea'"
+        else:
+            assert "HTTP 401" in (events[-1].error_message or "")
+            assert "needs credentials" in (events[-1].error_message or "")
+
+
 def test_w6_a2a_api_server_command_takes_the_a2a_option(tmp_path: Path) -> None:
     port = _free_port()
     command = ["api-server", str(APPS), "--db", "memory", "--a2a", "--port", str(port)]

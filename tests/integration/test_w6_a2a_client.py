@@ -312,10 +312,21 @@ async def bad_cards() -> AsyncIterator[str]:
     async def no_interface(_: Any) -> JSONResponse:
         return JSONResponse({"name": "x", "description": "no way to call me"})
 
+    async def broken_rpc_card(request: Any) -> JSONResponse:
+        from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+
+        url = str(request.base_url).rstrip("/") + "/broken-rpc"
+        return JSONResponse(agent_card_to_dict(_sample_card(url, streaming=False)))
+
+    async def broken_rpc(_: Any) -> PlainTextResponse:
+        return PlainTextResponse("oops", status_code=500)
+
     app = Starlette(
         routes=[
             Route("/not-json/.well-known/agent-card.json", not_json),
             Route("/no-interface/.well-known/agent-card.json", no_interface),
+            Route("/broken-rpc/.well-known/agent-card.json", broken_rpc_card),
+            Route("/broken-rpc", broken_rpc, methods=["POST"]),
         ]
     )
     async with serve(app) as url:
@@ -338,3 +349,14 @@ async def test_w6_a2a_bad_agent_card_is_a_clear_error(
         await remote.get_card()
     events = _remote_events(await _turn(_root(remote), "hi"))
     assert [e.error_code for e in events] == [AgentCardError.__name__]
+
+
+async def test_w6_a2a_http_error_from_the_remote_is_a_failure_not_unreachable(
+    bad_cards: str,
+) -> None:
+    from rondo.errors import RemoteAgentFailedError
+
+    remote = RemoteA2AAgent(name="weather", url=bad_cards + "/broken-rpc")
+    events = _remote_events(await _turn(_root(remote), "hi"))
+    assert [e.error_code for e in events] == [RemoteAgentFailedError.__name__]
+    assert "HTTP 500" in (events[0].error_message or "")

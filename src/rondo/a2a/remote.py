@@ -198,14 +198,25 @@ class RemoteA2AAgent(BaseAgent):
         except (TimeoutError, A2AClientTimeoutError) as exc:
             raise self._timeout("sending the message") from exc
         except A2AClientError as exc:
-            raise RemoteAgentUnreachableError(
-                f"remote agent {self.name!r} at {self.url} cannot be reached: {exc}", url=self.url
-            ) from exc
+            raise self._transport_error(exc) from exc
         except A2AError as exc:
             raise RemoteAgentFailedError(
                 f"remote agent {self.name!r} refused the message: {type(exc).__name__}: {exc}",
                 url=self.url,
             ) from exc
+
+    def _transport_error(self, exc: A2AClientError) -> RemoteAgentError:
+        cause = exc.__cause__
+        if isinstance(cause, httpx.HTTPStatusError):
+            code = cause.response.status_code
+            return RemoteAgentFailedError(
+                f"remote agent {self.name!r} answered HTTP {code} to the message"
+                + _credentials_hint(code),
+                url=self.url,
+            )
+        return RemoteAgentUnreachableError(
+            f"remote agent {self.name!r} at {self.url} cannot be reached: {exc}", url=self.url
+        )
 
     def _outgoing(self, ctx: InvocationContext, previous: dict[str, Any]) -> Message:
         """The latest user message, in the remote context and (when it answers) task."""
@@ -264,6 +275,12 @@ def _latest_user_content(ctx: InvocationContext) -> Content:
     return Content(role="user", parts=[])
 
 
+def _credentials_hint(status: int) -> str:
+    if status in (401, 403):
+        return ": it needs credentials (RemoteA2AAgent(headers={'Authorization': ...}))"
+    return ""
+
+
 def _card_error(exc: AgentCardResolutionError, name: str, card_url: str) -> RemoteAgentError:
     cause = exc.__cause__
     if isinstance(cause, httpx.TimeoutException):
@@ -279,7 +296,8 @@ def _card_error(exc: AgentCardResolutionError, name: str, card_url: str) -> Remo
         )
     if exc.status_code is not None:
         return AgentCardError(
-            f"remote agent {name!r} has no agent card at {card_url} (HTTP {exc.status_code})",
+            f"remote agent {name!r} has no agent card at {card_url} (HTTP {exc.status_code})"
+            + _credentials_hint(exc.status_code),
             url=card_url,
         )
     if isinstance(cause, json.JSONDecodeError):
