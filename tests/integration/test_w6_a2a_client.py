@@ -179,6 +179,8 @@ class SampleExecutor(AgentExecutor):
         await updater.start_work()
         if text == "hang":
             await asyncio.sleep(3600)
+        if text == "stop":
+            return  # ends its part without finishing the task
         if text == "fail":
             await updater.failed(updater.new_agent_message([Part(text="out of quota")]))
         elif text == "weather?":
@@ -266,6 +268,15 @@ async def test_w6_a2a_failed_remote_task_is_an_error_event(
     events = _remote_events(await _turn(_root(RemoteA2AAgent(name="weather", url=url)), "fail"))
     assert events[-1].error_code == "RemoteAgentFailedError"
     assert "failed: out of quota" in (events[-1].error_message or "")
+
+
+async def test_w6_a2a_remote_answer_that_ends_before_its_task_is_an_error_event(
+    sample: tuple[str, SampleExecutor],
+) -> None:
+    url, _ = sample
+    events = _remote_events(await _turn(_root(RemoteA2AAgent(name="weather", url=url)), "stop"))
+    assert events[-1].error_code == "RemoteAgentFailedError"
+    assert "ended before its task finished" in (events[-1].error_message or "")
 
 
 async def test_w6_a2a_remote_that_hangs_times_out_into_an_error_event(

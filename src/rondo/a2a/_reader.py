@@ -41,6 +41,7 @@ _FAILED = {
     TaskState.TASK_STATE_REJECTED: "was rejected",
 }
 _WAITING = (TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED)
+_UNFINISHED = (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
 
 
 def state_key(agent_name: str) -> str:
@@ -94,6 +95,11 @@ class ResponseReader:
 
     def finish(self) -> list[Event]:
         """The events still held when the remote's answer is over."""
+        if self.failure is None and self.state in _UNFINISHED:
+            self.failure = RemoteAgentFailedError(
+                f"the answer of remote agent {self._author!r} ended before its task finished "
+                f"(last state {TaskState.Name(self.state)})"
+            )
         out: list[Event] = []
         for artifact_id in list(self._artifacts):
             out += self._close_artifact(artifact_id)
