@@ -13,11 +13,13 @@
     ├── ModelError                              a model failure nobody recovered from
     ├── ScriptExhaustedError                    `rondo.testing.ScriptedModel` ran past its script
     ├── InvalidArtifactNameError (also ValueError)  an artifact name that leaves its directory
+    ├── InvalidStateValueError (also ValueError)    a state value that is not JSON (SPEC G3)
     └── SessionError
         ├── SessionNotFoundError
         ├── SessionExistsError                  create_session with an id already in use
         ├── StaleSessionError                   append through an out-of-date session handle
-        └── SchemaVersionError                  the database holds an older/newer schema
+        ├── SchemaVersionError                  the database holds an older/newer schema
+        └── InvalidIdError (also ValueError)    an empty or malformed app name, user or session id
 
 Tool failures are *not* exceptions for the run: they become `{"error": ...}` function responses
 the model can react to (SPEC T3). `ToolArgumentsError` and `ToolNotFoundError` exist so hooks
@@ -33,6 +35,8 @@ __all__ = [
     "InstructionError",
     "InvalidArtifactNameError",
     "InvalidCallbackError",
+    "InvalidIdError",
+    "InvalidStateValueError",
     "LlmCallsLimitExceeded",
     "ModelError",
     "ModelNotFoundError",
@@ -106,6 +110,19 @@ class InvalidArtifactNameError(RondoError, ValueError):
     """An artifact name is empty or tries to leave its directory (`..`, `/x`, `a\\b`...)."""
 
 
+class InvalidStateValueError(RondoError, ValueError):
+    """A state value is not JSON (a set, NaN, bytes, an object...): nothing was written.
+
+    `key` is the state key written; `path` the keys and list indexes inside its value that lead
+    to the offending part (empty when it is the value itself).
+    """
+
+    def __init__(self, message: str, *, key: object = None, path: tuple[str | int, ...] = ()):
+        super().__init__(message)
+        self.key = key
+        self.path = path
+
+
 class SessionError(RondoError):
     """Base class of session-store errors."""
 
@@ -124,6 +141,11 @@ class StaleSessionError(SessionError):
 
 class SchemaVersionError(SessionError):
     """The database schema version does not match this version of rondo."""
+
+
+class InvalidIdError(SessionError, ValueError):
+    """An app name, user id or session id that is empty, too long or holds a character it may
+    not have (see `rondo.sessions.base.check_ids`)."""
 
 
 class ToolError(RondoError):
