@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -130,6 +131,26 @@ class Backend:
         self._opened.append(service)
         return service
 
+    async def execute_sql(self, sql: str) -> None:
+        """Run SQL on the storage directly (not through rondo): set-up, sabotage."""
+        if self.name == "sqlite":
+            assert self.url is not None
+            conn = sqlite3.connect(self.url.removeprefix("sqlite:///"))
+            try:
+                conn.executescript(sql)
+            finally:
+                conn.close()
+            return
+        import asyncpg  # pyright: ignore[reportMissingTypeStubs]
+
+        assert self.name == "postgres"
+        assert self.url is not None
+        conn = await asyncpg.connect(_dsn(self.url), **self.engine_kwargs.get("connect_args", {}))
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
     async def close(self) -> None:
         for service in self._opened:
             await service.close()
@@ -143,7 +164,7 @@ async def open_backend(
     if name == "memory":
         return Backend("memory"), None
     if name == "sqlite":
-        return Backend("sqlite", f"sqlite+aiosqlite:///{tmp_path / 'sessions.db'}"), None
+        return Backend("sqlite", f"sqlite:///{tmp_path / 'sessions.db'}"), None
     url = postgres()
     schema = await create_schema(url)
     return Backend("postgres", url, postgres_kwargs(schema)), lambda: drop_schema(url, schema)

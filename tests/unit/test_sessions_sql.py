@@ -1,5 +1,6 @@
-"""SqlSessionService internals: schema versions, URLs, atomicity, the event-log cache, SQLite
-locking. The behaviour shared with the in-memory store is in conformance/test_r_sessions.py."""
+"""SqlSessionService internals: schema versions, URLs and drivers, atomicity, the event-log
+cache across instances, round trips, SQLite locking. The behaviour shared with the in-memory
+store is in conformance/test_r_sessions.py."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 import rondo.sessions._schema as schema_module
 import rondo.sessions._sqlengine as engine_module
@@ -30,7 +30,7 @@ def text(t: str, **kw: Any) -> Event:
 
 
 def sqlite_service(tmp_path: Path, **kw: Any) -> SqlSessionService:
-    return SqlSessionService(f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}", **kw)
+    return SqlSessionService(f"sqlite:///{tmp_path / 'db.sqlite'}", **kw)
 
 
 def test_importing_rondo_does_not_import_sqlalchemy() -> None:
@@ -42,11 +42,24 @@ def test_importing_rondo_does_not_import_sqlalchemy() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_the_sqlite_store_imports_only_the_stdlib_driver(tmp_path: Path) -> None:
+    """Core dependencies are what the core imports: the default store needs neither aiosqlite,
+    asyncpg nor SQLAlchemy's async layer (greenlet)."""
+    code = (
+        "import asyncio, sys; from rondo.sessions.sql import SqlSessionService; "
+        f"s = SqlSessionService({str(tmp_path / 'x.db')!r}); "
+        "asyncio.run(s.create_session(app_name='a', user_id='u')); asyncio.run(s.close()); "
+        "bad = [m for m in ('aiosqlite', 'asyncpg', 'greenlet', 'sqlalchemy.ext.asyncio') "
+        "if m in sys.modules]; assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 async def test_default_url_is_rondo_sessions_db_and_creates_the_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert default_sqlite_url() == f"sqlite+aiosqlite:///{tmp_path / '.rondo' / 'sessions.db'}"
+    assert default_sqlite_url() == f"sqlite:///{tmp_path / '.rondo' / 'sessions.db'}"
     assert (tmp_path / ".rondo").is_dir()
     service = SqlSessionService()
     try:
@@ -59,13 +72,47 @@ async def test_default_url_is_rondo_sessions_db_and_creates_the_directory(
 
 
 def test_urls_that_cannot_work_are_refused(tmp_path: Path) -> None:
-    for url in ("sqlite+aiosqlite://", "sqlite+aiosqlite:///:memory:", "sqlite://"):
+    for url in ("sqlite+aiosqlite://", "sqlite+aiosqlite:///:memory:", "sqlite://", ":memory:"):
         with pytest.raises(ConfigurationError, match="in-memory"):
             SqlSessionService(url)
-    with pytest.raises(ConfigurationError, match="unsupported database"):
-        SqlSessionService("mysql+aiomysql://x@localhost/db")
+    # A driver rondo does not run is refused, never silently replaced by another.
+    for url in ("mysql+aiomysql://x@localhost/db", "postgresql+psycopg://x@localhost/db"):
+        with pytest.raises(ConfigurationError, match="unsupported database"):
+            SqlSessionService(url)
     with pytest.raises(ConfigurationError, match="synchronous"):
         sqlite_service(tmp_path, sqlite_synchronous="SOMETIMES")
+
+
+async def test_the_url_names_the_driver_that_runs(tmp_path: Path) -> None:
+    db = tmp_path / "one.db"
+    plain, aio, path = (
+        SqlSessionService(f"sqlite:///{db}"),
+        SqlSessionService(f"sqlite+aiosqlite:///{db}"),
+        SqlSessionService(db),
+    )
+    try:
+        assert type(plain._db).__name__ == "_StdlibSqlite"  # pyright: ignore[reportPrivateUsage]
+        assert type(path._db).__name__ == "_StdlibSqlite"  # pyright: ignore[reportPrivateUsage]
+        assert type(aio._db).__name__ == "_AioSqlite"  # pyright: ignore[reportPrivateUsage]
+        assert (plain.url, aio.url) == (f"sqlite:///{db}", f"sqlite+aiosqlite:///{db}")
+        # aiosqlite really runs: its own thread, and the same file the stdlib driver reads.
+        session = await aio.create_session(app_name="a", user_id="u", session_id="s")
+        event = text("through aiosqlite", actions=EventActions(state_delta={"k": 1}))
+        await aio.append_event(session, event)
+        import aiosqlite
+
+        assert isinstance(aio._db._conn, aiosqlite.Connection)  # type: ignore[attr-defined]  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
+        found = await plain.get_session(app_name="a", user_id="u", session_id="s")
+        assert found is not None
+        assert ([e.text for e in found.events], found.state) == (["through aiosqlite"], {"k": 1})
+        await plain.append_event(found, text("through sqlite3"))
+        again = await aio.get_session(app_name="a", user_id="u", session_id="s")
+        assert again is not None
+        assert [e.text for e in again.events] == ["through aiosqlite", "through sqlite3"]
+        assert (await path.get_session(app_name="a", user_id="u", session_id="s")) is not None
+    finally:
+        for service in (plain, aio, path):
+            await service.close()
 
 
 async def test_plain_sqlite_url_and_nested_directory_work(tmp_path: Path) -> None:
@@ -82,18 +129,17 @@ async def test_plain_sqlite_url_and_nested_directory_work(tmp_path: Path) -> Non
 # -- schema versions --------------------------------------------------------------------------
 
 
-async def _set_version(url: str, version: int) -> None:
-    engine = sa.create_engine(url.replace("+aiosqlite", ""))
-    with engine.begin() as conn:
-        conn.execute(sa.text("UPDATE rondo_schema SET version = :v"), {"v": version})
-    engine.dispose()
+async def _set_version(path: Path, version: int) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE rondo_schema SET version = ?", (version,))
+    conn.close()
 
 
 async def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     service = sqlite_service(tmp_path)
     await service.create_session(app_name="a", user_id="u", session_id="s")
     await service.close()
-    await _set_version(f"sqlite:///{tmp_path / 'db.sqlite'}", schema_module.SCHEMA_VERSION + 1)
+    await _set_version(tmp_path / "db.sqlite", schema_module.SCHEMA_VERSION + 1)
     newer = sqlite_service(tmp_path)
     with pytest.raises(SchemaVersionError, match="newer"):
         await newer.get_session(app_name="a", user_id="u", session_id="s")
@@ -107,13 +153,13 @@ async def test_an_older_schema_is_migrated_only_when_asked(
     session = await service.create_session(app_name="a", user_id="u", session_id="s")
     await service.append_event(session, text("kept"))
     await service.close()
-    await _set_version(f"sqlite:///{tmp_path / 'db.sqlite'}", schema_module.SCHEMA_VERSION - 1)
+    await _set_version(tmp_path / "db.sqlite", schema_module.SCHEMA_VERSION - 1)
 
     applied: list[int] = []
 
-    def step(conn: sa.Connection) -> None:
+    async def step(ex: engine_module.Executor) -> None:
         applied.append(schema_module.SCHEMA_VERSION - 1)
-        conn.execute(sa.text("CREATE TABLE migrated_marker (x INTEGER)"))
+        await ex.script("CREATE TABLE migrated_marker (x INTEGER)")
 
     monkeypatch.setitem(schema_module.MIGRATIONS, schema_module.SCHEMA_VERSION - 1, step)
 
@@ -138,7 +184,7 @@ async def test_an_older_schema_without_a_migration_is_refused(tmp_path: Path) ->
     service = sqlite_service(tmp_path)
     await service.create_session(app_name="a", user_id="u")
     await service.close()
-    await _set_version(f"sqlite:///{tmp_path / 'db.sqlite'}", 0)
+    await _set_version(tmp_path / "db.sqlite", 0)
     old = sqlite_service(tmp_path, migrate=True)
     with pytest.raises(SchemaVersionError, match="no migration"):
         await old.list_sessions(app_name="a")
@@ -168,21 +214,17 @@ async def test_table_prefix_keeps_two_stores_apart(tmp_path: Path) -> None:
 
 
 async def test_r3_a_failure_inside_the_append_transaction_stores_nothing(
-    sql_backend: Backend, monkeypatch: pytest.MonkeyPatch
+    sql_backend: Backend,
 ) -> None:
     service = sql_backend.make()
     assert isinstance(service, SqlSessionService)
     session = await service.create_session(app_name="a", user_id="u", state={"k": 0})
-
-    def boom(*args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("disk on fire")
-
-    # The user-scope merge runs after the version bump and the event insert.
-    monkeypatch.setattr(SqlSessionService, "_merge_scopes", boom)
+    # The database itself fails the user-scope merge, the last write of the append (on
+    # PostgreSQL inside the one statement, on SQLite after the version bump and the insert).
+    await sql_backend.execute_sql(FAIL_USER_STATE_WRITES[sql_backend.name])
     event = Event(author="agent", actions=EventActions(state_delta={"k": 1, "user:x": 1}))
-    with pytest.raises(RuntimeError, match="disk on fire"):
+    with pytest.raises(Exception, match="disk on fire"):
         await service.append_event(session, event)
-    monkeypatch.undo()
     assert session.version == 0
     assert len(session.events) == 0
 
@@ -192,6 +234,16 @@ async def test_r3_a_failure_inside_the_append_transaction_stores_nothing(
     # The handle is still current: the next append goes through.
     await service.append_event(session, Event(author="agent"))
     assert session.version == 1
+
+
+FAIL_USER_STATE_WRITES = {
+    "sqlite": "CREATE TRIGGER boom BEFORE INSERT ON rondo_user_states "
+    "BEGIN SELECT RAISE(ABORT, 'disk on fire'); END",
+    "postgres": "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS "
+    "$$ BEGIN RAISE EXCEPTION 'disk on fire'; END $$; "
+    "CREATE TRIGGER boom BEFORE INSERT ON rondo_user_states "
+    "FOR EACH ROW EXECUTE FUNCTION boom()",
+}
 
 
 # -- the event-log cache -----------------------------------------------------------------------
@@ -320,13 +372,14 @@ async def test_sqlite_checkpoints_the_wal_on_its_thread(
 ) -> None:
     monkeypatch.setattr(engine_module, "_CHECKPOINT_EVERY", 5)
     threads: list[str] = []
-    real = engine_module.Database._checkpoint  # pyright: ignore[reportPrivateUsage]
+    stdlib = engine_module._StdlibSqlite  # pyright: ignore[reportPrivateUsage]
+    real = stdlib._checkpoint  # pyright: ignore[reportPrivateUsage]
 
-    def checkpoint(self: engine_module.Database) -> None:
+    def checkpoint(self: Any) -> None:
         threads.append(threading.current_thread().name)
         real(self)
 
-    monkeypatch.setattr(engine_module.Database, "_checkpoint", checkpoint)
+    monkeypatch.setattr(stdlib, "_checkpoint", checkpoint)
     service = sqlite_service(tmp_path)
     session = await service.create_session(app_name="a", user_id="u", session_id="s")
     for i in range(14):
