@@ -2,20 +2,23 @@
 
 `InvocationContext` is the runtime's own view of one invocation. Callbacks get a
 `CallbackContext` and tools a `ToolContext`: both write state through `State`, which records
-every write as a delta on their `EventActions` (the runner applies it when the event is stored).
+every write as a delta on their `Actions` — the mutable draft of the frozen `EventActions` the
+event will carry (the runner applies it when the event is stored).
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rondo.errors import ConfigurationError
 from rondo.events import EventActions, ToolConfirmation
 from rondo.run_config import RunConfig
 from rondo.sessions.base import TEMP_PREFIX, BaseSessionService, Session
-from rondo.types import Content, Part
+from rondo.types import Content, FunctionCall, Part
 
 if TYPE_CHECKING:
     from rondo.agents.base import BaseAgent
@@ -24,7 +27,9 @@ if TYPE_CHECKING:
     from rondo.plugins import PluginManager
 
 __all__ = [
+    "Actions",
     "CallbackContext",
+    "Demand",
     "InvocationContext",
     "ReadonlyContext",
     "State",
@@ -32,6 +37,47 @@ __all__ = [
 ]
 
 _MISSING: Any = object()
+
+
+@dataclass(slots=True)
+class Actions:
+    """The side effects a callback or tool is recording: the mutable draft of the frozen
+    `EventActions` its event will carry (`tool_context.actions.escalate = True`)."""
+
+    state_delta: dict[str, Any] = field(default_factory=dict[str, Any])
+    artifact_delta: dict[str, int] = field(default_factory=dict[str, int])
+    transfer_to_agent: str | None = None
+    escalate: bool | None = None
+    skip_summarization: bool | None = None
+    requested_tool_confirmations: dict[str, ToolConfirmation] = field(
+        default_factory=dict[str, ToolConfirmation]
+    )
+
+    def is_empty(self) -> bool:
+        return (
+            not self.state_delta
+            and not self.artifact_delta
+            and self.transfer_to_agent is None
+            and not self.escalate
+            and not self.skip_summarization
+            and not self.requested_tool_confirmations
+        )
+
+    def to_record(self) -> EventActions:
+        """The frozen record of what was recorded so far (later writes do not change it)."""
+        if self.is_empty():
+            return _NO_ACTIONS
+        return EventActions(
+            state_delta=dict(self.state_delta),
+            artifact_delta=dict(self.artifact_delta),
+            transfer_to_agent=self.transfer_to_agent,
+            escalate=self.escalate,
+            skip_summarization=self.skip_summarization,
+            requested_tool_confirmations=dict(self.requested_tool_confirmations),
+        )
+
+
+_NO_ACTIONS = EventActions()
 
 
 class State(Mapping[str, Any]):
@@ -138,15 +184,42 @@ class EventSink:
         await done
 
 
+class Demand:
+    """Whether the run's consumer is asking for the next item (SPEC R7).
+
+    Pull, not push: the runner pauses it while the consumer holds an item and resumes it when
+    the consumer asks for the next. Work running beside the loop (concurrent tool calls, a
+    sub-agent answering as a tool) waits here before it starts a model or tool call, so a
+    consumer that stops — with or without `aclose()` — starts nothing more.
+    """
+
+    __slots__ = ("_ready",)
+
+    def __init__(self) -> None:
+        self._ready = asyncio.Event()
+        self._ready.set()
+
+    def pause(self) -> None:
+        self._ready.clear()
+
+    def resume(self) -> None:
+        self._ready.set()
+
+    async def wait(self) -> None:
+        if not self._ready.is_set():
+            await self._ready.wait()
+
+
 class _Shared:
     """Per-invocation counters shared by every agent's context in that invocation."""
 
-    __slots__ = ("end_invocation", "llm_calls", "temp_state")
+    __slots__ = ("demand", "end_invocation", "llm_calls", "temp_state")
 
-    def __init__(self) -> None:
+    def __init__(self, demand: Demand | None) -> None:
         self.llm_calls = 0
         self.end_invocation = False
         self.temp_state: dict[str, Any] = {}
+        self.demand = demand if demand is not None else Demand()
 
 
 class InvocationContext:
@@ -194,6 +267,7 @@ class InvocationContext:
         isolation_scope: str = "",
         observe: bool = False,
         node: str | None = None,
+        demand: Demand | None = None,
     ) -> None:
         self.app_name = app_name
         self.user_id = user_id
@@ -216,7 +290,8 @@ class InvocationContext:
         self.node = node
         # Where a running tool sends events of its own (set by the tool dispatcher).
         self.sink: EventSink | None = None
-        self._shared = _Shared()
+        # A sub-run (an agent answering as a tool) shares its caller's demand (R7).
+        self._shared = _Shared(demand)
 
     def for_agent(
         self,
@@ -251,6 +326,10 @@ class InvocationContext:
     @property
     def temp_state(self) -> dict[str, Any]:
         return self._shared.temp_state
+
+    @property
+    def demand(self) -> Demand:
+        return self._shared.demand
 
     @property
     def end_invocation(self) -> bool:
@@ -329,10 +408,10 @@ class CallbackContext(ReadonlyContext):
     __slots__ = ("_state", "actions")
 
     def __init__(
-        self, invocation_context: InvocationContext, actions: EventActions | None = None
+        self, invocation_context: InvocationContext, actions: Actions | None = None
     ) -> None:
         super().__init__(invocation_context)
-        self.actions = actions if actions is not None else EventActions()
+        self.actions = actions if actions is not None else Actions()
         self._state: State | None = None
 
     @property
@@ -380,21 +459,96 @@ class CallbackContext(ReadonlyContext):
 
 
 class ToolContext(CallbackContext):
-    """What a tool sees: everything a callback sees plus its call id and confirmation."""
+    """What a tool sees: everything a callback sees plus its call id and confirmation.
 
-    __slots__ = ("function_call_id", "tool_confirmation")
+    `cancelled` turns true when the run stops while the call is in flight. Python cannot
+    interrupt a sync tool running in its worker thread: a long one should poll `cancelled`
+    (or wait on `cancel_event`) and return early; its late result is never stored.
+    """
+
+    __slots__ = (
+        "_call",
+        "_reason_id",
+        "_started",
+        "cancel_event",
+        "function_call_id",
+        "progress",
+        "tool_confirmation",
+    )
 
     def __init__(
         self,
         invocation_context: InvocationContext,
         *,
         function_call_id: str | None = None,
-        actions: EventActions | None = None,
+        actions: Actions | None = None,
         tool_confirmation: ToolConfirmation | None = None,
+        function_call: FunctionCall | None = None,
+        reason_id: str = "",
     ) -> None:
         super().__init__(invocation_context, actions)
+        if function_call_id is None and function_call is not None:
+            function_call_id = function_call.id
         self.function_call_id = function_call_id
         self.tool_confirmation = tool_confirmation
+        self._call = function_call
+        self._reason_id = reason_id
+        self._started = False
+        # The progress the call reported (a streaming tool's chunks), in order.
+        self.progress: list[Any] = []
+        # A threading.Event so sync tools in worker threads can wait on it too.
+        self.cancel_event = threading.Event()
+
+    @property
+    def tool_name(self) -> str:
+        return self._call.name if self._call is not None else ""
+
+    async def mark_started(self) -> None:
+        """The call is being handled: its `ToolCallStart` goes to the lifecycle stream
+        (once), and the call goes on only after the consumer received it (SPEC R7)."""
+        if self._started:
+            return
+        self._started = True
+        call = self._call
+        sink = self._inv.sink
+        if call is not None and sink is not None and self._inv.observe:
+            from rondo.lifecycle import ToolCallStart
+
+            await sink.send(
+                ToolCallStart(
+                    **self._inv.correlation(),
+                    reason_id=self._reason_id,
+                    call_id=call.id or "",
+                    tool_name=call.name,
+                    args=call.args,
+                )
+            )
+
+    def report_progress(self, chunk: Any) -> None:
+        """Report a piece of this call's progress (a streaming tool's chunks are reported
+        for it): a `ToolCallProgress` on the lifecycle stream, before the call's end."""
+        self.progress.append(chunk)
+        call = self._call
+        if call is not None and self.observed:
+            from pydantic_core import to_jsonable_python
+
+            from rondo.lifecycle import ToolCallProgress
+
+            self.emit(
+                ToolCallProgress(
+                    **self._inv.correlation(),
+                    reason_id=self._reason_id,
+                    call_id=call.id or "",
+                    tool_name=call.name,
+                    index=len(self.progress) - 1,
+                    chunk=to_jsonable_python(chunk, fallback=str),
+                )
+            )
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the run stopped while this call was in flight (poll it in long sync tools)."""
+        return self.cancel_event.is_set()
 
     @property
     def observed(self) -> bool:

@@ -18,8 +18,13 @@ __all__ = [
     "ToolConfirmation",
 ]
 
+# Frozen (SPEC G1): a changed record is a new record.
 _config = ConfigDict(
-    extra="forbid", ser_json_bytes="base64", val_json_bytes="base64", defer_build=True
+    frozen=True,
+    extra="forbid",
+    ser_json_bytes="base64",
+    val_json_bytes="base64",
+    defer_build=True,
 )
 
 
@@ -83,8 +88,10 @@ class PendingCall(BaseModel):
     run_id: str = ""
     invocation_id: str = ""
     agent_name: str = ""
-    # For a confirmation request: the tool call it guards.
+    # For a confirmation request: the tool call it guards, and its id (what `HITLDecided`
+    # reports as `call_id`), so a UI can match "asked" to "decided".
     original_call: FunctionCall | None = None
+    original_call_id: str | None = None
 
     def _answer(self, response: dict[str, Any]) -> Part:
         name = "adk_request_confirmation" if self.kind == "confirmation" else self.tool_name
@@ -134,7 +141,7 @@ class Event(BaseModel):
     interrupted: bool = False
     usage: Usage | None = None
     actions: EventActions = Field(default_factory=EventActions)
-    long_running_tool_ids: set[str] = Field(default_factory=set[str])
+    long_running_tool_ids: frozenset[str] = frozenset()
     input_transcription: str | None = None
     output_transcription: str | None = None
     custom_metadata: dict[str, Any] | None = None

@@ -37,6 +37,7 @@ __all__ = [
     "RunStart",
     "TaskEvent",
     "ToolCallEnd",
+    "ToolCallProgress",
     "ToolCallStart",
     "json_schema",
     "parse_lifecycle_event",
@@ -124,6 +125,18 @@ class ToolCallStart(_Lifecycle):
     call_id: str
     tool_name: str
     args: dict[str, Any] = Field(default_factory=dict[str, Any])
+
+
+class ToolCallProgress(_Lifecycle):
+    """A running call's progress: a streaming tool's chunk (or what a tool reported), in
+    order (`index`), between its `ToolCallStart` and `ToolCallEnd` (SPEC G5)."""
+
+    type: Literal["tool_call_progress"] = "tool_call_progress"
+    reason_id: str
+    call_id: str
+    tool_name: str
+    index: int = 0
+    chunk: Any = None
 
 
 class ToolCallEnd(_Lifecycle):
@@ -240,6 +253,7 @@ LifecycleEvent = Annotated[
     | ReasonEnd
     | ActionStart
     | ToolCallStart
+    | ToolCallProgress
     | ToolCallEnd
     | ActionEnd
     | HITLPending

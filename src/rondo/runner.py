@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rondo._ids import new_invocation_id, new_run_id
 from rondo._sync import iterate_sync, run_coroutine_sync
 from rondo.agents.base import BaseAgent, Item
-from rondo.context import InvocationContext
+from rondo.context import Demand, InvocationContext
 from rondo.errors import ConfigurationError
 from rondo.events import Event, EventActions, PendingCall
 from rondo.plugins import Plugin, PluginManager
@@ -298,32 +298,49 @@ class Runner:
         *,
         observe: bool,
         result: dict[str, Any] | None = None,
+        demand: Demand | None = None,
     ) -> AsyncGenerator[Item, None]:
         """The one execution path behind every entry point: yields records and, with
         `observe`, the lifecycle events built alongside them. `result`, when given, is
-        filled with what `RunResult` reports."""
+        filled with what `RunResult` reports. A sub-run passes its caller's `demand`."""
         ctx, resumed = await self._begin(
-            user_id, session_id, _as_content(new_message), run_config, state_delta, observe
+            user_id,
+            session_id,
+            _as_content(new_message),
+            run_config,
+            state_delta,
+            observe,
+            demand,
+        )
+        # R7: while the consumer holds an item, work beside the loop starts nothing new.
+        pause, resume = (
+            (_noop, _noop) if demand is not None else (ctx.demand.pause, ctx.demand.resume)
         )
         summary = _Summary()
         if observe:
             from rondo.lifecycle import RunStart
 
+            pause()
             yield RunStart(
                 **ctx.correlation(), session_id=session_id, user_id=user_id, resumed=resumed
             )
+            resume()
         plugins = self.plugin_manager
         early = await self._before_run(ctx)
         if early is not None:
             summary.record(early)
+            pause()
             yield early
+            resume()
         else:
             async with aclosing(ctx.agent.run_async(ctx)) as items:
                 async for item in items:
                     if isinstance(item, Event):
                         item = await self._on_event(ctx, item)
                         summary.record(item)
+                    pause()
                     yield item
+                    resume()
             if "after_run" in plugins.active:
                 await plugins.run("after_run", ctx)
         report = summary.report(ctx, self.agent)
@@ -342,6 +359,7 @@ class Runner:
         run_config: RunConfig | None,
         state_delta: Mapping[str, Any] | None,
         observe: bool,
+        demand: Demand | None = None,
     ) -> tuple[InvocationContext, bool]:
         """Get or create the session, pick the run and the agent, store the user's message."""
         service = self.session_service
@@ -368,6 +386,7 @@ class Runner:
             artifact_service=self.artifact_service,
             memory_service=self.memory_service,
             observe=observe,
+            demand=demand,
         )
         if message is None and not state_delta:
             return ctx, resumed
@@ -412,17 +431,18 @@ class Runner:
             if replaced is not None:
                 event = replaced
         if not event.partial:
-            await self._append(ctx, event)
+            event = await self._append(ctx, event)
         return event
 
-    async def _append(self, ctx: InvocationContext, event: Event) -> None:
+    async def _append(self, ctx: InvocationContext, event: Event) -> Event:
+        """Store `event`; returns the stored record (without `temp:` keys)."""
         delta = event.actions.state_delta
         if delta:
             # temp: keys live for this invocation only; the store drops them (SPEC R3).
             for key, value in delta.items():
                 if key.startswith(TEMP_PREFIX):
                     ctx.temp_state[key] = value
-        await self.session_service.append_event(ctx.session, event)
+        return await self.session_service.append_event(ctx.session, event)
 
     # -- choosing the run and the agent -------------------------------------------------------
 
@@ -474,6 +494,10 @@ class Runner:
             if agent is not None and _may_transfer_back(agent):
                 return agent
         return root
+
+
+def _noop() -> None:
+    pass
 
 
 def _answered_run_id(events: Sequence[Event]) -> str | None:

@@ -1,7 +1,8 @@
 """Message data shared by models, tools, events and stores.
 
-These are pydantic models so they serialize to JSON losslessly (bytes as base64). Records that
-reach a session are treated as immutable: replace an item, never mutate it in place.
+These are frozen pydantic models (SPEC G1): they serialize to JSON losslessly (bytes as base64)
+and a changed record is a new record (`model_copy(update=...)`), so a store can share decoded
+records and no callback can change history in place.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ __all__ = [
 
 class _Data(BaseModel):
     model_config = ConfigDict(
+        frozen=True,
         extra="forbid",
         ser_json_bytes="base64",
         val_json_bytes="base64",
-        validate_assignment=False,
         defer_build=True,
     )
 

@@ -1,4 +1,4 @@
-"""SPEC C — contents: history is not copied, it is rebuilt (C1, C3, C6, C7, C8)."""
+"""SPEC C — contents: history is not copied, it is rebuilt (C1, C3, C4, C6, C7, C8)."""
 
 from __future__ import annotations
 
@@ -447,4 +447,60 @@ async def test_c8_the_turn_start_is_searched_within_branch_and_scope():
     # For b, z's event is visible and starts the turn.
     assert [texts(c) for c in model_b.requests[0].contents] == [
         ["For context:", "[z] said: z on b's branch"]
+    ]
+
+
+# -- C4 --------------------------------------------------------------------------------------
+
+
+def _confirmation_exchange(author: str) -> list[Event]:
+    """A guarded call, its confirmation request and the human's answer, as H1/H2 store them."""
+    original = {"id": "orig-1", "name": "pay", "args": {"amount": 99}}
+    return [
+        agent_call(author, "pay", {"amount": 99}, "orig-1"),
+        agent_response(author, "pay", {"error": "confirmation required"}, "orig-1"),
+        agent_call(
+            author,
+            "adk_request_confirmation",
+            {"originalFunctionCall": original, "toolConfirmation": {"confirmed": False}},
+            "conf-1",
+        ),
+        Event(
+            author="user",
+            content=response_message("adk_request_confirmation", {"confirmed": True}, "conf-1"),
+        ),
+        agent_call(author, "adk_request_credential", {"authConfig": {"secret": "x"}}, "cred-1"),
+    ]
+
+
+@pytest.mark.parametrize("author", ["a", "other"])
+async def test_c4_confirmation_and_credential_requests_never_reach_the_model(author: str) -> None:
+    model = ScriptedModel(["ok"])
+    runner = Runner(agent=Agent(name="a", model=model, sub_agents=[]), app_name=APP)
+    await seed_session(runner, [user_text("pay 99"), *_confirmation_exchange(author)])
+    await collect(runner, "done?")
+    request = model.requests[0]
+    rendered = repr(request.contents)
+    assert "adk_request_confirmation" not in rendered
+    assert "adk_request_credential" not in rendered
+    assert "toolConfirmation" not in rendered
+    assert "secret" not in rendered
+    # The guarded call itself is ordinary history: it stays visible.
+    assert "pay" in rendered
+
+
+async def test_c4_transcription_events_become_text_parts() -> None:
+    model = ScriptedModel(["ok"])
+    runner = Runner(agent=Agent(name="a", model=model), app_name=APP)
+    await seed_session(
+        runner,
+        [
+            Event(author="user", input_transcription="spoken question"),
+            Event(author="a", output_transcription="spoken answer"),
+        ],
+    )
+    await collect(runner, "typed")
+    assert _shape(model.requests[0])[:2] == [
+        ("user", "spoken question"),
+        ("model", "spoken answer"),
     ]

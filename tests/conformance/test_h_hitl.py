@@ -240,3 +240,95 @@ async def test_h3_empty_message_resumes_the_same_run() -> None:
     second = await _records(runner, None)
     assert log == [3]
     assert second[0].run_id == first[0].run_id
+
+
+async def test_h1_a_pause_has_the_solon_shape_without_a_tool_call_that_never_started() -> None:
+    """Seed 002 §6.B: ReasonEnd → HITLPending → RunEnd; no ActionStart, ToolCallStart,
+    ToolCallEnd or ActionEnd for the call that waits (the records keep H1's shape)."""
+    log: list[int] = []
+    model = ScriptedModel(
+        [FunctionCall(name="transfer_money", args={"amount": 4}, id="call-1"), "sent 4"]
+    )
+    runner = _bank(model, log)
+    paused = [
+        e async for e in runner.stream_async(user_id="u", session_id="s", new_message="send 4")
+    ]
+    check_stream(paused)
+    assert [e.type for e in paused] == [
+        "run_start",
+        "reason_start",
+        "reason_end",
+        "hitl_pending",
+        "run_end",
+    ]
+    pending = paused[3]
+    assert isinstance(pending, HITLPending)
+    (waiting,) = pending.pending
+    # The confirmation id and the original call id, side by side.
+    assert waiting.call_id != "call-1"
+    assert waiting.original_call_id == "call-1"
+    session = await runner.session_service.get_session(app_name="app", user_id="u", session_id="s")
+    assert session is not None
+    assert len(session.events) == 4  # user, call, "confirmation required", confirmation call
+
+    resumed = [
+        e
+        async for e in runner.stream_async(
+            user_id="u", session_id="s", new_message=[session.pending[0].approve()]
+        )
+    ]
+    check_stream(resumed)
+    assert [e.type for e in resumed][:6] == [
+        "run_start",
+        "hitl_decided",
+        "action_start",
+        "tool_call_start",
+        "tool_call_end",
+        "action_end",
+    ]
+    decided = resumed[1]
+    assert isinstance(decided, HITLDecided)
+    assert decided.call_id == waiting.original_call_id
+    # The call starts once, on resume.
+    starts = [e for e in [*paused, *resumed] if e.type == "tool_call_start"]
+    assert [s.call_id for s in starts] == ["call-1"]
+    assert log == [4]
+
+
+async def test_h1_in_a_mixed_batch_only_the_waiting_call_is_left_out() -> None:
+    ran: list[str] = []
+
+    def lookup(account: str) -> dict[str, Any]:
+        """Reads an account."""
+        ran.append(account)
+        return {"balance": 10}
+
+    def transfer_money(amount: int) -> dict[str, Any]:
+        """Send money."""
+        ran.append(str(amount))
+        return {"ok": True}
+
+    model = ScriptedModel(
+        [
+            [
+                FunctionCall(name="lookup", args={"account": "a"}, id="read"),
+                FunctionCall(name="transfer_money", args={"amount": 2}, id="pay"),
+            ],
+        ]
+    )
+    agent = Agent(
+        name="bank",
+        model=model,
+        tools=[lookup, FunctionTool(transfer_money, require_confirmation=True)],
+    )
+    runner = Runner(agent=agent, app_name="app")
+    events = [e async for e in runner.stream_async(user_id="u", session_id="s", new_message="x")]
+    check_stream(events)
+    tool_events = [e for e in events if e.type in ("tool_call_start", "tool_call_end")]
+    assert [(e.type, e.call_id) for e in tool_events] == [
+        ("tool_call_start", "read"),
+        ("tool_call_end", "read"),
+    ]
+    kinds = [e.type for e in events]
+    assert kinds.index("action_end") < kinds.index("hitl_pending") < kinds.index("run_end")
+    assert ran == ["a"]

@@ -483,10 +483,12 @@ async def test_r3_deltas_apply_per_scope_and_temp_is_never_stored(backend: Backe
     b = await service.create_session(app_name=APP, user_id="u1", state={"k": "b0"})
     c = await service.create_session(app_name=APP, user_id="u2")
     event = delta_event({"app:n": 1, "user:n": 2, "k": "a1", "temp:scratch": 3})
-    await service.append_event(a, event)
+    stored = await service.append_event(a, event)
     # The handle shows the merged view at once; temp: keys never reach it or the record.
     assert a.state == {"k": "a1", "app:n": 1, "user:n": 2}
-    assert event.actions.state_delta == {"app:n": 1, "user:n": 2, "k": "a1"}
+    assert stored.actions.state_delta == {"app:n": 1, "user:n": 2, "k": "a1"}
+    # G1: the stored record is a new record; the one handed in is unchanged.
+    assert event.actions.state_delta["temp:scratch"] == 3
 
     reader = backend.make()
     assert (await get(reader, a)).state == {"k": "a1", "app:n": 1, "user:n": 2}

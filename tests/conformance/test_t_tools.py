@@ -562,24 +562,15 @@ async def test_t5_a_long_running_tool_may_answer_at_once_and_a_normal_none_is_a_
     assert events[0].long_running_tool_ids == {"a"}
 
 
-async def test_t5_streaming_tools_yield_chunks_and_bypass_the_hook_chain():
-    hooks: list[str] = []
-
+async def test_t5_streaming_tools_yield_chunks_aggregated_in_order():
     async def count_up(n: int):
         for i in range(n):
             yield {"i": i}
 
-    def before(tool: Any, args: dict[str, Any], tool_context: ToolContext) -> None:
-        hooks.append("before_tool")
-
     model = ScriptedModel([FunctionCall(name="count_up", args={"n": 3}), "counted"])
-    agent = Agent(
-        name="helper", model=model, tools=[FunctionTool(count_up)], before_tool_callback=before
-    )
+    agent = Agent(name="helper", model=model, tools=[FunctionTool(count_up)])
     events = await collect(Runner(agent=agent, app_name=APP), "go")
-    text = str(_responses(events[1]))
-    assert text.index("0") < text.index("1") < text.index("2")
-    assert hooks == []
+    assert _responses(events[1]) == [{"result": [{"i": 0}, {"i": 1}, {"i": 2}]}]
 
 
 # -- T6 --------------------------------------------------------------------------------------

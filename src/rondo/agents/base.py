@@ -139,7 +139,7 @@ class BaseAgent:
             branch=ctx.branch,
             isolation_scope=ctx.isolation_scope,
             content=content,
-            actions=cb_ctx.actions,
+            actions=cb_ctx.actions.to_record(),
         )
 
     async def _before_agent(self, ctx: InvocationContext) -> Event | None:

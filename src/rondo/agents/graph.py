@@ -261,7 +261,7 @@ class Graph(BaseAgent):
         return self._record(
             ctx,
             content=Content(role="model", parts=[Part(function_call=call)]),
-            long_running_tool_ids={call_id},
+            long_running_tool_ids=frozenset({call_id}),
             actions=EventActions(
                 state_delta={
                     self._state_key: {

@@ -162,34 +162,28 @@ class Agent(BaseAgent):
     def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
         from rondo.flow.loop import Flow
 
-        items = Flow(self, self.canonical_model).run(ctx)
-        return self._save_output(items) if self.output_key else items
+        return Flow(self, self.canonical_model).run(ctx)
 
-    async def _save_output(self, items: AsyncGenerator[Item, None]) -> AsyncGenerator[Item, None]:
-        """E3: the agent's final non-thought text goes to `state[output_key]`."""
-        async with aclosing(items) as stream:
-            async for item in stream:
-                if (
-                    isinstance(item, Event)
-                    and item.author == self.name
-                    and not item.partial
-                    and item.is_final_response()
-                    and item.content is not None
-                ):
-                    text = item.content.text
-                    if text:
-                        assert self.output_key is not None
-                        item.actions.state_delta[self.output_key] = text
-                        if self._output_adapter is not None:
-                            try:
-                                parsed = self._output_adapter.validate_json(text)
-                            except ValueError:
-                                pass
-                            else:
-                                item.actions.state_delta[f"{self.output_key}_parsed"] = (
-                                    self._output_adapter.dump_python(parsed, mode="json")
-                                )
-                yield item
+    def with_output_key(self, event: Event) -> Event:
+        """E3: the event with the agent's final non-thought text saved to `state[output_key]`
+        (and, with an output schema, the validated object's JSON to `{output_key}_parsed`);
+        the same event when there is nothing to save."""
+        key = self.output_key
+        if key is None or event.partial or not event.is_final_response():
+            return event
+        text = event.text
+        if not text:
+            return event
+        delta = {**event.actions.state_delta, key: text}
+        if self._output_adapter is not None:
+            try:
+                parsed = self._output_adapter.validate_json(text)
+            except ValueError:
+                pass
+            else:
+                delta[f"{key}_parsed"] = self._output_adapter.dump_python(parsed, mode="json")
+        actions = event.actions.model_copy(update={"state_delta": delta})
+        return event.model_copy(update={"actions": actions})
 
     # -- convenience entry points -----------------------------------------------------------
 

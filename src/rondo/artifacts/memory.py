@@ -27,8 +27,8 @@ class InMemoryArtifactService(BaseArtifactService):
     ) -> int:
         scope = self._scope(app_name, user_id, session_id, filename)
         versions = self._store.setdefault(scope, {}).setdefault(filename, [])
-        # A copy: the caller may go on changing its part.
-        versions.append(artifact.model_copy(deep=True))
+        # Parts are frozen (SPEC G1): the caller's part can be kept as it is.
+        versions.append(artifact)
         return len(versions) - 1
 
     async def load_artifact(
@@ -45,9 +45,9 @@ class InMemoryArtifactService(BaseArtifactService):
         if not versions:
             return None
         if version is None:
-            return versions[-1].model_copy(deep=True)
+            return versions[-1]
         if 0 <= version < len(versions):
-            return versions[version].model_copy(deep=True)
+            return versions[version]
         return None
 
     async def list_artifact_keys(

@@ -79,7 +79,7 @@ def confirmation_event(
         branch=ctx.branch,
         isolation_scope=ctx.isolation_scope,
         content=Content(role="model", parts=parts),
-        long_running_tool_ids=ids,
+        long_running_tool_ids=frozenset(ids),
     )
 
 

@@ -7,6 +7,11 @@ client-id stripping (C7). The function-call/response repair of C6 is maintained 
 for the regular case (a response right after its call); an irregular history (late or repeated
 responses) is repaired by a full pass, once, when it appears. Building contents for step k+1
 therefore costs O(new events) (C9).
+
+A call of an earlier invocation that never got a response (the process died, the consumer
+stopped, the append was refused) and does not wait for one (long-running) is answered in the
+request by a synthetic error response (G2): every provider rejects a call left unanswered. The
+stored history is not rewritten; the answer lives in the view only.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ NUDGE_TEXT = (
     "Continue processing previous requests as instructed. "
     "Exit or provide a summary if no more outputs are needed."
 )
+INTERRUPTED_CALL_ERROR = "the call was interrupted before it returned"
 HIDDEN_FUNCTIONS = frozenset({"adk_request_confirmation", "adk_request_credential"})
 
 
@@ -80,14 +86,22 @@ def _strip_part(part: Part) -> Part:
     return part
 
 
+def _is_hidden(part: Part) -> bool:
+    fc = part.function_call
+    if fc is not None:
+        return fc.name in HIDDEN_FUNCTIONS
+    fr = part.function_response
+    return fr is not None and fr.name in HIDDEN_FUNCTIONS
+
+
 def _foreign_content(event: Event) -> Content | None:
     """C3: another agent's event, retold as user-role context."""
     assert event.content is not None
     author = event.author
     parts = [Part(text="For context:")]
     for part in event.content.parts:
-        if part.thought:
-            continue
+        if part.thought or _is_hidden(part):
+            continue  # C4: whoever wrote them, protocol calls never reach the model
         if part.text:
             parts.append(Part(text=f"[{author}] said: {part.text}"))
         elif part.function_call is not None:
@@ -129,9 +143,7 @@ def _convert(event: Event, agent_name: str) -> _Item | None:
             continue
         fc = part.function_call
         fr = part.function_response
-        if (fc is not None and fc.name in HIDDEN_FUNCTIONS) or (
-            fr is not None and fr.name in HIDDEN_FUNCTIONS
-        ):
+        if _is_hidden(part):
             changed = True  # C4: confirmation/credential protocol never reaches the model.
             continue
         if fc is None and fr is None:
@@ -262,6 +274,7 @@ class ContentsView:
         "_responded",
         "_scope",
         "_turn_start",
+        "_unanswered",
         "upto",
     )
 
@@ -277,6 +290,8 @@ class ContentsView:
         self._out_valid = True
         self._all_calls: set[str] = set()
         self._responded: set[str] = set()
+        # G2: call id → (invocation id, tool name) of calls no response answered yet.
+        self._unanswered: dict[str, tuple[str, str]] = {}
         self._turn_start = -1
         self.upto = start
 
@@ -303,8 +318,14 @@ class ContentsView:
                     )
                 continue
             item = _convert(event, agent)
-            if item is not None:
-                self._add(item)
+            if item is None:
+                continue
+            if item.call_ids is not None:
+                waiting = event.long_running_tool_ids
+                for call in event.get_function_calls():
+                    if call.id and call.id not in waiting and call.name not in HIDDEN_FUNCTIONS:
+                        self._unanswered[call.id] = (event.invocation_id, call.name)
+            self._add(item)
         self.upto = stop
 
     def _apply_compaction(self, start: float, end: float, summary: Content) -> None:
@@ -323,6 +344,7 @@ class ContentsView:
         self._items = kept
         self._all_calls = {c for it in kept for c in it.call_ids or ()}
         self._responded = {r for it in kept for r in it.response_ids or ()}
+        self._unanswered = {c: v for c, v in self._unanswered.items() if c in self._all_calls}
         self._turn_start = max((i for i, it in enumerate(kept) if it.turn_start), default=-1)
         self._out_valid = False
 
@@ -345,6 +367,10 @@ class ContentsView:
                 and len(known) == len(rids)
             )
             self._responded.update(known)
+            unanswered = self._unanswered
+            if unanswered:
+                for r in known:
+                    unanswered.pop(r, None)
             items.append(item)
             if regular and self._out_valid:
                 self._out.append(item.content)
@@ -359,8 +385,39 @@ class ContentsView:
         if self._out_valid:
             self._out.append(item.content)
 
-    def contents(self, *, current_turn_only: bool = False) -> list[Content]:
-        """A fresh list (callers may edit it); items are shared records."""
+    def _answer_interrupted(self, invocation_id: str) -> None:
+        """G2: answer the calls of earlier invocations that never got a response, right after
+        their call, with an error the model can act on. Each such call is answered once; the
+        answer stays in the view for every later request."""
+        stale = [
+            (cid, name) for cid, (inv, name) in self._unanswered.items() if inv != invocation_id
+        ]
+        if not stale:
+            return
+        items = self._items
+        for cid, name in stale:
+            del self._unanswered[cid]
+            at = next(i for i in range(len(items) - 1, -1, -1) if cid in (items[i].call_ids or ()))
+            part = _strip_part(
+                Part(
+                    function_response=FunctionResponse(
+                        name=name, response={"error": INTERRUPTED_CALL_ERROR}, id=cid
+                    )
+                )
+            )
+            items.insert(at + 1, _answer([(cid, part)]))
+            if at + 1 <= self._turn_start:
+                self._turn_start += 1
+            self._responded.add(cid)
+        self._out_valid = False
+
+    def contents(
+        self, *, current_turn_only: bool = False, invocation_id: str | None = None
+    ) -> list[Content]:
+        """A fresh list (callers may edit it); items are shared records. With `invocation_id`,
+        unanswered calls of other invocations are answered as interrupted (G2)."""
+        if self._unanswered and invocation_id is not None:
+            self._answer_interrupted(invocation_id)
         items = self._items
         if current_turn_only and self._turn_start >= 0:
             result = _repair(items[self._turn_start :])
@@ -391,8 +448,12 @@ def build_contents(
     isolation_scope: str,
     current_turn_only: bool = False,
     compaction: bool = False,
+    invocation_id: str | None = None,
 ) -> list[Content]:
-    """The model contents for an agent, reusing the view cached on the session's log."""
+    """The model contents for an agent, reusing the view cached on the session's log.
+
+    `invocation_id` is the invocation the request is for: calls of earlier invocations that
+    never got a response are answered as interrupted (G2)."""
     log = events.log
     start = events.start
     stop = start + len(events)
@@ -404,4 +465,4 @@ def build_contents(
             log.derived[key] = fresh
         view = fresh
     view.advance(log, stop)
-    return view.contents(current_turn_only=current_turn_only)
+    return view.contents(current_turn_only=current_turn_only, invocation_id=invocation_id)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rondo._callbacks import first_result
 from rondo.agents.base import Item
-from rondo.context import EventSink, ToolContext
+from rondo.context import Actions, EventSink, ToolContext
 from rondo.errors import ToolNotFoundError
 from rondo.events import Event, EventActions, ToolConfirmation
 from rondo.lifecycle import ActionEnd, ActionStart, ToolCallEnd, ToolCallStart
@@ -32,21 +32,25 @@ __all__ = ["CallOutcome", "handle_function_calls", "merge_actions"]
 class CallOutcome:
     """What one call produced: its response (None = no response yet), actions and error."""
 
-    __slots__ = ("actions", "call", "duration_ms", "error", "response")
+    __slots__ = ("actions", "call", "duration_ms", "error", "paused", "response")
 
     def __init__(
         self,
         call: FunctionCall,
         response: dict[str, Any] | None,
-        actions: EventActions,
+        actions: Actions,
         error: str | None,
         duration_ms: float,
+        *,
+        paused: bool = False,
     ) -> None:
         self.call = call
         self.response = response
         self.actions = actions
         self.error = error
         self.duration_ms = duration_ms
+        # Waits for a confirmation: it has not started (no ToolCallStart/End, seed 002 §6.B).
+        self.paused = paused
 
 
 def _copy_json(value: Any) -> Any:
@@ -71,10 +75,12 @@ async def _run_hooked(
     tool: BaseTool,
     args: dict[str, Any],
     tctx: ToolContext,
-) -> tuple[Any, str | None, bool]:
-    """T4: before hooks → run → error hooks. Returns (result, error text, delayed)."""
-    if tool.is_streaming:
-        return await _run_streaming(tool, args, tctx)
+) -> tuple[Any, str | None, str]:
+    """T4: before hooks → confirmation gate → run → error hooks.
+
+    Returns (result, error text, how): how is "ran", "paused" (waits for a confirmation; the
+    call has not started) or "delayed" (a long-running tool answered nothing yet). Streaming
+    tools take the same path (G5): `run` reports their chunks as progress."""
     plugins = ctx.plugins
     active = plugins.active
     try:
@@ -84,12 +90,21 @@ async def _run_hooked(
         if result is None and agent.before_tool_callbacks:
             result = await first_result(agent.before_tool_callbacks, tool, args, tctx)
         if result is not None:
-            return to_response(result), None, False
+            await tctx.mark_started()
+            return to_response(result), None, "ran"
+        gated = await tool.confirmation_gate(args, tctx)
+        if gated is not None:
+            if tctx.tool_confirmation is None:
+                return to_response(gated), None, "paused"
+            await tctx.mark_started()  # refused by the human: handled, the tool never ran
+            return to_response(gated), None, "ran"
+        await tctx.mark_started()
         raw = await tool.run(args, tctx)
         if raw is None and tool.is_long_running:
-            return None, None, True
-        return to_response(raw), None, False
+            return None, None, "delayed"
+        return to_response(raw), None, "ran"
     except Exception as exc:
+        await tctx.mark_started()
         error = _error_text(exc)
         recovered = (
             await plugins.run("on_tool_error", tool, args, tctx, exc)
@@ -98,56 +113,24 @@ async def _run_hooked(
         )
         if recovered is None and agent.on_tool_error_callbacks:
             recovered = await first_result(agent.on_tool_error_callbacks, tool, args, tctx, exc)
-        return (to_response(recovered) if recovered is not None else {"error": error}), error, False
+        if recovered is not None:
+            return to_response(recovered), error, "ran"
+        failed: dict[str, Any] = {"error": error}
+        if tctx.progress:  # what a streaming tool produced before it failed
+            failed["partial_result"] = to_response(tctx.progress)["result"]
+        return failed, error, "ran"
 
 
-async def _run_streaming(
-    tool: BaseTool, args: dict[str, Any], tctx: ToolContext
-) -> tuple[Any, str | None, bool]:
-    """T5: a streaming tool bypasses the hook chain; a normal run aggregates its chunks."""
-    chunks: list[Any] = []
-    try:
-        async for chunk in tool.stream(args, tctx):
-            chunks.append(chunk)
-    except Exception as exc:
-        error = _error_text(exc)
-        return {"error": error, "partial_result": to_response(chunks)["result"]}, error, False
-    if chunks and all(isinstance(c, str) for c in chunks):
-        return {"result": "".join(chunks)}, None, False
-    return to_response(chunks), None, False
-
-
-async def run_call(
+async def _after_tool(
     agent: Agent,
     ctx: InvocationContext,
-    call: FunctionCall,
-    tools: dict[str, Any],
-    confirmation: ToolConfirmation | None = None,
-    prefilled: dict[str, Any] | None = None,
-) -> CallOutcome:
-    """Run one call through the tool hooks; never raises for tool-level failures.
-
-    A `prefilled` response (a human chose "skip") is recorded without calling the tool.
-    """
-    started = time.perf_counter()
-    actions = EventActions()
-    if prefilled is not None:
-        return CallOutcome(call, prefilled, actions, None, 0.0)
-    tool = tools.get(call.name)
-    if tool is None:
-        available = ", ".join(sorted(tools)) or "none"
-        error = f"Tool '{call.name}' not found. Available tools: {available}"
-        return CallOutcome(call, {"error": error}, actions, error, _ms(started))
-    tctx = ToolContext(
-        ctx, function_call_id=call.id, actions=actions, tool_confirmation=confirmation
-    )
-    # The hooks and the tool get their own copy: editing it never changes the stored call.
-    args = _copy_json(call.args)
-    result, error, delayed = await _run_hooked(agent, ctx, tool, args, tctx)
-    if delayed:
-        return CallOutcome(call, None, actions, None, _ms(started))
-    if tool.is_streaming:
-        return CallOutcome(call, result, actions, error, _ms(started))
+    tool: BaseTool,
+    args: dict[str, Any],
+    tctx: ToolContext,
+    result: dict[str, Any],
+    error: str | None,
+) -> tuple[dict[str, Any], str | None]:
+    """T4: plugin.after_tool, then the agent's; they see error responses too."""
     plugins = ctx.plugins
     try:
         altered = (
@@ -158,11 +141,58 @@ async def run_call(
         if altered is None and agent.after_tool_callbacks:
             altered = await first_result(agent.after_tool_callbacks, tool, args, tctx, result)
         if altered is not None:
-            result = to_response(altered)
+            return to_response(altered), error
     except Exception as exc:
         error = _error_text(exc)
-        result = {"error": error}
-    return CallOutcome(call, result, actions, error, _ms(started))
+        return {"error": error}, error
+    return result, error
+
+
+async def run_call(
+    agent: Agent,
+    ctx: InvocationContext,
+    call: FunctionCall,
+    tools: dict[str, Any],
+    reason_id: str = "",
+    confirmation: ToolConfirmation | None = None,
+    prefilled: dict[str, Any] | None = None,
+) -> CallOutcome:
+    """Run one call through the tool hooks; never raises for tool-level failures.
+
+    A `prefilled` response (a human chose "skip") is recorded without calling the tool. When
+    the lifecycle view is observed, the call's `ToolCallStart` goes out through the context's
+    sink once the call is handled — never for a call that waits for a confirmation.
+    """
+    started = time.perf_counter()
+    actions = Actions()
+    await ctx.demand.wait()  # R7: nothing starts while the consumer is not asking
+    tctx = ToolContext(
+        ctx,
+        function_call_id=call.id,
+        actions=actions,
+        tool_confirmation=confirmation,
+        function_call=call,
+        reason_id=reason_id,
+    )
+    tool = tools.get(call.name)
+    if prefilled is not None or tool is None:
+        await tctx.mark_started()
+        if prefilled is not None:
+            return CallOutcome(call, prefilled, actions, None, 0.0)
+        available = ", ".join(sorted(tools)) or "none"
+        error = f"Tool '{call.name}' not found. Available tools: {available}"
+        return CallOutcome(call, {"error": error}, actions, error, _ms(started))
+    # The hooks and the tool get their own copy: editing it never changes the stored call.
+    args = _copy_json(call.args)
+    try:
+        result, error, how = await _run_hooked(agent, ctx, tool, args, tctx)
+    except asyncio.CancelledError:
+        tctx.cancel_event.set()  # a sync tool in its thread can see it (R7)
+        raise
+    if how == "delayed":
+        return CallOutcome(call, None, actions, None, _ms(started))
+    result, error = await _after_tool(agent, ctx, tool, args, tctx, result, error)
+    return CallOutcome(call, result, actions, error, _ms(started), paused=how == "paused")
 
 
 def _ms(started: float) -> float:
@@ -179,11 +209,11 @@ def _deep_merge(dst: dict[str, Any], src: dict[str, Any]) -> dict[str, Any]:
     return dst
 
 
-def merge_actions(all_actions: Sequence[EventActions]) -> EventActions:
+def merge_actions(all_actions: Sequence[Actions]) -> EventActions:
     """T2: merge in call order; maps deep-merge, later calls win conflicts."""
     if len(all_actions) == 1:
-        return all_actions[0]
-    merged = EventActions()
+        return all_actions[0].to_record()
+    merged = Actions()
     for actions in all_actions:
         if actions.state_delta:
             _deep_merge(merged.state_delta, actions.state_delta)
@@ -195,7 +225,7 @@ def merge_actions(all_actions: Sequence[EventActions]) -> EventActions:
             merged.escalate = True
         if actions.skip_summarization:
             merged.skip_summarization = True
-    return merged
+    return merged.to_record()
 
 
 def response_event(
@@ -236,16 +266,6 @@ def _end(ctx: InvocationContext, reason_id: str, outcome: CallOutcome) -> ToolCa
     )
 
 
-def _start(ctx: InvocationContext, reason_id: str, call: FunctionCall) -> ToolCallStart:
-    return ToolCallStart(
-        **ctx.correlation(),
-        reason_id=reason_id,
-        call_id=call.id or "",
-        tool_name=call.name,
-        args=call.args,
-    )
-
-
 async def _cancel_unfinished(tasks: Sequence[asyncio.Task[Any]]) -> None:
     unfinished = [t for t in tasks if not t.done()]
     for task in unfinished:
@@ -254,32 +274,7 @@ async def _cancel_unfinished(tasks: Sequence[asyncio.Task[Any]]) -> None:
         await asyncio.gather(*unfinished, return_exceptions=True)
 
 
-async def _run_unobserved(
-    agent: Agent,
-    ctx: InvocationContext,
-    calls: Sequence[FunctionCall],
-    tools: dict[str, Any],
-    confirmations: dict[str, ToolConfirmation],
-    prefilled: dict[str, dict[str, Any]],
-) -> list[CallOutcome]:
-    """No lifecycle consumer: one call runs inline (no task), several run concurrently."""
-    if len(calls) == 1:
-        call = calls[0]
-        cid = call.id or ""
-        return [await run_call(agent, ctx, call, tools, confirmations.get(cid), prefilled.get(cid))]
-    tasks = [
-        asyncio.ensure_future(
-            run_call(agent, ctx, c, tools, confirmations.get(c.id or ""), prefilled.get(c.id or ""))
-        )
-        for c in calls
-    ]
-    try:
-        return list(await asyncio.gather(*tasks))
-    finally:
-        await _cancel_unfinished(tasks)
-
-
-async def _run_streamed(
+async def _dispatch(
     agent: Agent,
     ctx: InvocationContext,
     calls: Sequence[FunctionCall],
@@ -289,48 +284,67 @@ async def _run_streamed(
     prefilled: dict[str, dict[str, Any]],
     outcomes: list[CallOutcome],
 ) -> AsyncGenerator[Item, None]:
-    """Each call is a task with a sink for what it sends: lifecycle events (sub-agent tasks,
-    plan updates) and records (task agents in this session). They are yielded between the
-    call's start and end; each `ToolCallEnd` is yielded as its call completes."""
+    """Run the calls; what they send comes out in order, then `outcomes` holds them.
+
+    Nobody watching and one call: it runs inline (no task). Otherwise each call is a task
+    with a sink for what it sends — its `ToolCallStart`, progress, sub-agent lifecycle events,
+    records of task agents in this session (stored before the sender goes on) — and, when
+    observed, each call's `ToolCallEnd` follows as it completes. `ActionStart` precedes the
+    first call that starts: a round whose calls all wait for a confirmation has none (seed
+    002 §6.B). Closing this generator cancels the calls still in flight.
+    """
     observe = ctx.observe
+    if (
+        not observe
+        and len(calls) == 1
+        and not getattr(tools.get(calls[0].name), "yields_events", False)
+    ):
+        cid = calls[0].id or ""
+        outcomes.append(
+            await run_call(
+                agent, ctx, calls[0], tools, reason_id, confirmations.get(cid), prefilled.get(cid)
+            )
+        )
+        return
     queue: asyncio.Queue[tuple[Any, asyncio.Future[None] | None]] = asyncio.Queue()
     sink = EventSink(queue.put_nowait)
+    action_started = False
     tasks: list[asyncio.Task[CallOutcome]] = []
+    for call in calls:
+        call_ctx = ctx.for_agent(ctx.agent)
+        call_ctx.sink = sink
+        cid = call.id or ""
+        run = run_call(
+            agent, call_ctx, call, tools, reason_id, confirmations.get(cid), prefilled.get(cid)
+        )
+        tasks.append(asyncio.ensure_future(run))
     try:
-        for call in calls:
-            if observe:
-                yield _start(ctx, reason_id, call)
-            call_ctx = ctx.for_agent(ctx.agent)
-            call_ctx.sink = sink
-            cid = call.id or ""
-            tasks.append(
-                asyncio.ensure_future(
-                    run_call(
-                        agent, call_ctx, call, tools, confirmations.get(cid), prefilled.get(cid)
-                    )
-                )
-            )
         pending: set[asyncio.Future[Any]] = set(tasks)
         while pending:
             getter = asyncio.ensure_future(queue.get())
             done, _ = await asyncio.wait({*pending, getter}, return_when=asyncio.FIRST_COMPLETED)
+            sent: list[tuple[Any, asyncio.Future[None] | None]] = []
             if getter in done:
-                item, ack = getter.result()
+                sent.append(getter.result())
+            else:
+                getter.cancel()
+            while not queue.empty():  # what a call sent comes before its end
+                sent.append(queue.get_nowait())
+            for item, ack in sent:
+                if observe and not action_started and isinstance(item, ToolCallStart):
+                    action_started = True
+                    yield ActionStart(
+                        **ctx.correlation(), reason_id=reason_id, tool_calls=list(calls)
+                    )
                 yield item
                 if ack is not None and not ack.done():
                     ack.set_result(None)
-            else:
-                getter.cancel()
             for task in tasks:
                 if task in done:
                     pending.discard(task)
-                    while not queue.empty():  # what the call sent comes before its end
-                        item, ack = queue.get_nowait()
-                        yield item
-                        if ack is not None and not ack.done():
-                            ack.set_result(None)
-                    if observe:
-                        yield _end(ctx, reason_id, task.result())
+                    outcome = task.result()
+                    if observe and not outcome.paused:
+                        yield _end(ctx, reason_id, outcome)
         outcomes.extend(t.result() for t in tasks)
     finally:
         await _cancel_unfinished(tasks)
@@ -346,31 +360,19 @@ async def handle_function_calls(
     prefilled: dict[str, dict[str, Any]] | None = None,
 ) -> AsyncGenerator[Item, None]:
     """Run `calls` concurrently; yields lifecycle items (when observed) and the merged
-    record, then `ActionEnd` once that record is stored.
-
-    Closing this generator (the consumer stopped) cancels calls still in flight.
-    """
-    confirmations = confirmations or {}
-    prefilled = prefilled or {}
-    observe = ctx.observe
-    streamed = observe or any(getattr(tools.get(c.name), "yields_events", False) for c in calls)
-    if not streamed:
-        outcomes = await _run_unobserved(agent, ctx, calls, tools, confirmations, prefilled)
-        event = response_event(ctx, agent.name, outcomes)
-        if event is not None:
-            yield event
-        return
-    if observe:
-        yield ActionStart(**ctx.correlation(), reason_id=reason_id, tool_calls=list(calls))
+    record, then `ActionEnd` once that record is stored (when an `ActionStart` opened it)."""
     outcomes: list[CallOutcome] = []
-    dispatch = _run_streamed(
-        agent, ctx, calls, tools, reason_id, confirmations, prefilled, outcomes
+    dispatch = _dispatch(
+        agent, ctx, calls, tools, reason_id, confirmations or {}, prefilled or {}, outcomes
     )
+    action_started = False
     async with aclosing(dispatch) as items:
         async for item in items:
+            if isinstance(item, ActionStart):
+                action_started = True
             yield item
     event = response_event(ctx, agent.name, outcomes)
     if event is not None:
         yield event  # the runner stores it before this generator resumes
-    if observe:
+    if action_started:
         yield ActionEnd(**ctx.correlation(), reason_id=reason_id, event=event)

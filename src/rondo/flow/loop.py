@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from rondo._ids import new_reason_id
 from rondo.agents.base import Item
-from rondo.context import CallbackContext, InvocationContext
+from rondo.context import Actions, CallbackContext, InvocationContext
 from rondo.errors import ConfigurationError, TransferError
-from rondo.events import Event, EventActions
+from rondo.events import Event
 from rondo.flow._deltas import DeltaTracker
 from rondo.flow.confirmation import confirmation_event
 from rondo.flow.functions import handle_function_calls
@@ -158,7 +158,7 @@ class Flow:
         deltas = DeltaTracker(ctx, reason_id) if observe else None
         started = time.perf_counter()
         # E1: state written by model callbacks travels on this step's model events.
-        actions = EventActions()
+        actions = Actions()
         cb_ctx = CallbackContext(ctx, actions)
         last: Event | None = None
         async with aclosing(call_model(agent, self.model, ctx, request, cb_ctx)) as responses:
@@ -170,6 +170,8 @@ class Flow:
                 ):
                     continue
                 event = last = self._model_event(ctx, response, request.tools, actions)
+                if agent.output_key is not None:
+                    event = last = agent.with_output_key(event)
                 if observe and deltas is None:
                     # Another response in the same stream after a round closed: a new round.
                     reason_id = new_reason_id()
@@ -232,7 +234,7 @@ class Flow:
                 yield self._pending(ctx, model_event, tool_event)
         final = self._structured_output_event(ctx, tool_event)
         if final is not None:
-            yield final
+            yield agent.with_output_key(final)
         target_name = tool_event.actions.transfer_to_agent
         if target_name:
             target = self._transfer_target(target_name)
@@ -254,7 +256,7 @@ class Flow:
         ctx: InvocationContext,
         response: ModelResponse,
         tools: dict[str, Any],
-        actions: EventActions,
+        actions: Actions,
     ) -> Event:
         """E1/E2: wrap a response as this agent's record on the invocation's branch."""
         long_running: set[str] = set()
@@ -266,13 +268,7 @@ class Flow:
                     tool = tools.get(call.name)
                     if tool is not None and tool.is_long_running:
                         long_running.add(call.id)
-        event_actions = (
-            EventActions(
-                state_delta=dict(actions.state_delta), artifact_delta=dict(actions.artifact_delta)
-            )
-            if actions.state_delta or actions.artifact_delta
-            else EventActions()
-        )
+        event_actions = actions.to_record()
         return Event(
             author=self.agent.name,
             invocation_id=ctx.invocation_id,
@@ -288,7 +284,7 @@ class Flow:
             interrupted=response.interrupted,
             usage=response.usage,
             actions=event_actions,
-            long_running_tool_ids=long_running,
+            long_running_tool_ids=frozenset(long_running),
             input_transcription=response.input_transcription,
             output_transcription=response.output_transcription,
             custom_metadata=response.custom_metadata,

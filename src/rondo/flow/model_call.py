@@ -19,15 +19,26 @@ if TYPE_CHECKING:
 __all__ = ["call_model", "populate_client_call_ids"]
 
 
-def populate_client_call_ids(response: ModelResponse) -> None:
-    """Give every function call an id, so its response can be paired with it (SPEC R2)."""
+def populate_client_call_ids(response: ModelResponse) -> ModelResponse:
+    """The response with an id on every function call, so its response can be paired with it
+    (SPEC R2); the same object when every call has one."""
     content = response.content
     if content is None:
-        return
-    for part in content.parts:
-        call = part.function_call
-        if call is not None and not call.id:
-            call.id = new_client_call_id()
+        return response
+    parts = content.parts
+    if all(p.function_call is None or p.function_call.id for p in parts):
+        return response
+    fresh = [
+        p.model_copy(
+            update={
+                "function_call": p.function_call.model_copy(update={"id": new_client_call_id()})
+            }
+        )
+        if p.function_call is not None and not p.function_call.id
+        else p
+        for p in parts
+    ]
+    return response.model_copy(update={"content": content.model_copy(update={"parts": fresh})})
 
 
 def _as_response(value: Any, hook: str) -> ModelResponse:
@@ -74,6 +85,7 @@ async def call_model(
     cb_ctx: CallbackContext,
 ) -> AsyncGenerator[ModelResponse, None]:
     """Yield the responses of one model call, after the hooks of SPEC M1 ran on each."""
+    await ctx.demand.wait()  # R7: nothing starts while the consumer is not asking
     plugins = ctx.plugins
     response: Any = None
     if "before_model" in plugins.active:
@@ -82,9 +94,7 @@ async def call_model(
         response = await first_result(agent.before_model_callbacks, cb_ctx, request)
     if response is not None:
         # M2: the model and after_model are skipped; the step still builds an event from it.
-        response = _as_response(response, "before_model")
-        populate_client_call_ids(response)
-        yield response
+        yield populate_client_call_ids(_as_response(response, "before_model"))
         return
 
     limit = ctx.run_config.max_llm_calls
@@ -103,11 +113,12 @@ async def call_model(
             except StopAsyncIteration:
                 break
             except Exception as exc:
-                response = await _recover(agent, ctx, cb_ctx, request, exc)
-                populate_client_call_ids(response)
+                response = populate_client_call_ids(
+                    await _recover(agent, ctx, cb_ctx, request, exc)
+                )
                 yield await _after_model(agent, ctx, cb_ctx, response) if run_after else response
                 return
-            populate_client_call_ids(response)
+            response = populate_client_call_ids(response)
             if run_after:
                 response = await _after_model(agent, ctx, cb_ctx, response)
             yield response

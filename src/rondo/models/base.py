@@ -64,10 +64,17 @@ class ModelResponse(BaseModel):
     """One response (or, when `partial`, one streamed delta) from a model.
 
     `error_code` / `error_message` carry a provider's own error report inside a response; they
-    are distinct from exceptions raised by the call (SPEC M5).
+    are distinct from exceptions raised by the call (SPEC M5). Frozen like the records it
+    becomes: a hook that changes a response returns a new one (`model_copy(update=...)`).
     """
 
-    model_config = _config
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        ser_json_bytes="base64",
+        val_json_bytes="base64",
+        defer_build=True,
+    )
 
     content: Content | None = None
     partial: bool = False

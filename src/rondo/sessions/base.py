@@ -243,13 +243,17 @@ def split_state_delta(
     return app, user, sess
 
 
-def strip_temp_state(event: Event) -> None:
-    """Remove `temp:` keys from an event's delta before it is stored: they are never persisted."""
-    delta = event.actions.state_delta
+def strip_temp_state(event: Event) -> Event:
+    """The event as it is stored: without the `temp:` keys of its delta, which are never
+    persisted (the same object when it has none)."""
+    actions = event.actions
+    delta = actions.state_delta
     if delta and any(k.startswith(TEMP_PREFIX) for k in delta):
-        event.actions.state_delta = {
-            k: v for k, v in delta.items() if not k.startswith(TEMP_PREFIX)
-        }
+        kept = {k: v for k, v in delta.items() if not k.startswith(TEMP_PREFIX)}
+        return event.model_copy(
+            update={"actions": actions.model_copy(update={"state_delta": kept})}
+        )
+    return event
 
 
 def _pending_for_call(event: Event, call: FunctionCall) -> PendingCall:
@@ -267,6 +271,7 @@ def _pending_for_call(event: Event, call: FunctionCall) -> PendingCall:
             invocation_id=event.invocation_id,
             agent_name=event.author,
             original_call=original,
+            original_call_id=original.id if original else None,
         )
     return PendingCall(
         call_id=call.id or "",

@@ -138,7 +138,7 @@ class InMemorySessionService(BaseSessionService):
                 f"session {session.id!r} is at version {stored.version} but this handle was "
                 f"read at version {session.version}; re-read it with get_session()"
             )
-        strip_temp_state(event)
+        event = strip_temp_state(event)
         delta = event.actions.state_delta
         if delta:
             app, user, sess = split_state_delta(delta)

@@ -137,11 +137,11 @@ def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-# Records are immutable (replace, never mutate: DESIGN §4), so what many decoded events hold
-# alike can be one object: an empty `EventActions`, an empty id set, the set of field names
-# pydantic keeps per model. This halves the memory of a cached history (bench/SESSIONS.md).
+# Records are frozen (SPEC G1), so what many decoded events hold alike can be one object: an
+# empty `EventActions`, the empty id set, the set of field names pydantic keeps per model.
+# This halves the memory of a cached history (bench/SESSIONS.md).
 _EMPTY_ACTIONS = EventActions()
-_NO_IDS: set[str] = set()
+_NO_IDS: frozenset[str] = frozenset()
 _FIELD_SETS: dict[frozenset[str], set[str]] = {}
 
 
@@ -171,15 +171,6 @@ def _compact(event: Event) -> Event:
         for part in content.parts:
             _share_fields_set(part)
     return event
-
-
-def _check_shared() -> None:
-    """Fail loudly if a stored record was changed in place (the shared empties would show it)."""
-    if _NO_IDS or not _EMPTY_ACTIONS.is_empty():
-        raise RuntimeError(
-            "a stored event was modified in place; records are immutable — build a new event "
-            "(event.model_copy(update=...)) instead"
-        )
 
 
 def _decode_pending(raw: str | None) -> list[PendingCall]:
@@ -516,8 +507,6 @@ class SqlSessionService(BaseSessionService):
         if read is None:
             self._cache.pop(key, None)
             return None
-        if read.events:
-            _check_shared()
         version = read.version
         hit = entry is not None and not read.fresh and entry.version == version
         if entry is None or read.fresh:
@@ -553,7 +542,7 @@ class SqlSessionService(BaseSessionService):
         read_at = session.version
         if entry is not None and entry.version > read_at:
             _raise_stale(session.id, entry.version, read_at)  # known stale: no round trip
-        strip_temp_state(event)
+        event = strip_temp_state(event)
         delta = event.actions.state_delta
         app, user, sess = split_state_delta(delta) if delta else ({}, {}, {})
         pending = apply_pending(session.pending, event)

@@ -132,6 +132,7 @@ async def run_in_own_session(
         parent.run_config,
         None,
         observe=observed,
+        demand=parent.demand,
     )
     async with aclosing(execution) as items:
         async for item in items:

@@ -62,6 +62,14 @@ class BaseTool(abc.ABC):
             request.config.tools.append(decl)
         request.tools[self.name] = self
 
+    async def confirmation_gate(
+        self, args: dict[str, Any], tool_context: ToolContext
+    ) -> dict[str, Any] | None:
+        """H1/H2: the response when this call needs a human's confirmation first — asked
+        for (the call waits, not started) or refused (the tool is not run); None to run it.
+        Checked after the `before_tool` hooks, before `run`."""
+        return None
+
     @abc.abstractmethod
     async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
         """Execute one call. Raise `ToolArgumentsError` for arguments that do not fit."""

@@ -9,7 +9,6 @@ from typing import Any, overload
 from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from rondo._callbacks import call_maybe_async
 from rondo._threads import run_sync_in_thread
 from rondo.context import ToolContext
 from rondo.errors import ToolDefinitionError
@@ -59,8 +58,9 @@ class FunctionTool(BaseTool):
             raise ToolDefinitionError(f"a function tool needs a callable, got {func!r}")
         tool_name = name or getattr(func, "__name__", "") or ""
         super().__init__(name=tool_name, is_long_running=is_long_running)
-        # A generator function is a streaming tool (SPEC T5): it yields chunks, which a
-        # normal run aggregates into one response, and it bypasses the tool hooks.
+        # A generator function is a streaming tool (SPEC T5, G5): its chunks reach the
+        # lifecycle stream as progress and are aggregated into one response; it goes through
+        # confirmation and the tool hooks like any other tool.
         self.is_streaming = inspect.isasyncgenfunction(func) or inspect.isgeneratorfunction(func)
         self.func = func
         self._signature = FunctionSignature(func, self.name, ToolContext)
@@ -87,25 +87,41 @@ class FunctionTool(BaseTool):
     async def _needs_confirmation(self, kwargs: dict[str, Any]) -> bool:
         rc = self.require_confirmation
         if callable(rc):
-            return bool(await call_maybe_async(rc, **kwargs))
+            needed = rc(**kwargs)
+            if inspect.isawaitable(needed):
+                needed = await needed
+            return bool(needed)
         return bool(rc)
+
+    async def confirmation_gate(
+        self, args: dict[str, Any], tool_context: ToolContext
+    ) -> dict[str, Any] | None:
+        """H1/H2: with `require_confirmation`, the call waits for a human (the response is
+        "confirmation required") or, refused, is answered without running."""
+        if not self.require_confirmation:
+            return None
+        kwargs = self._signature.validate(args)
+        if not await self._needs_confirmation(kwargs):
+            return None
+        confirmation = tool_context.tool_confirmation
+        if confirmation is None:
+            tool_context.request_confirmation(
+                hint=f"Please approve or reject the call to {self.name}."
+            )
+            return {"error": CONFIRMATION_REQUIRED}
+        if not confirmation.confirmed:
+            payload = confirmation.payload
+            comment = payload.get("comment") if isinstance(payload, dict) else None  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
+            note = f" Comment: {comment}" if comment else ""
+            return {"error": f"This tool call was rejected by the user.{note}"}
+        return None
 
     async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
         kwargs = self._signature.validate(args)
-        if self.require_confirmation and await self._needs_confirmation(kwargs):
-            confirmation = tool_context.tool_confirmation
-            if confirmation is None:
-                tool_context.request_confirmation(
-                    hint=f"Please approve or reject the call to {self.name}."
-                )
-                return {"error": CONFIRMATION_REQUIRED}
-            if not confirmation.confirmed:
-                payload = confirmation.payload
-                comment = payload.get("comment") if isinstance(payload, dict) else None  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
-                note = f" Comment: {comment}" if comment else ""
-                return {"error": f"This tool call was rejected by the user.{note}"}
         if self._signature.context_param is not None:
             kwargs[self._signature.context_param] = tool_context
+        if self.is_streaming:
+            return await self._drain(kwargs, tool_context)
         if self._is_async:
             return await self.func(**kwargs)
         result = await run_sync_in_thread(self.func, **kwargs)
@@ -113,11 +129,27 @@ class FunctionTool(BaseTool):
             result = await result
         return result
 
+    async def _drain(self, kwargs: dict[str, Any], tool_context: ToolContext) -> Any:
+        """G5: report each chunk as progress; the response aggregates them (text chunks
+        are joined, anything else becomes the list of chunks)."""
+        chunks: list[Any] = []
+        async for chunk in self._chunks(kwargs):
+            chunks.append(chunk)
+            tool_context.report_progress(chunk)
+        if chunks and all(isinstance(c, str) for c in chunks):
+            return "".join(chunks)
+        return chunks
+
     async def stream(self, args: dict[str, Any], tool_context: ToolContext) -> AsyncIterator[Any]:
-        """The chunks of a streaming tool (its generator), arguments validated first."""
+        """The chunks of a streaming tool (its generator), arguments validated first; no
+        confirmation, hooks or progress (the loop calls `run`, which has them)."""
         kwargs = self._signature.validate(args)
         if self._signature.context_param is not None:
             kwargs[self._signature.context_param] = tool_context
+        async for chunk in self._chunks(kwargs):
+            yield chunk
+
+    async def _chunks(self, kwargs: dict[str, Any]) -> AsyncIterator[Any]:
         if inspect.isasyncgenfunction(self.func):
             async for chunk in self.func(**kwargs):
                 yield chunk

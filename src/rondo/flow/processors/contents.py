@@ -22,6 +22,7 @@ def contents_processor(flow: Flow, ctx: InvocationContext, request: ModelRequest
         isolation_scope=ctx.isolation_scope,
         current_turn_only=agent.include_contents == "none",
         compaction=ctx.run_config.compaction is not None,
+        invocation_id=ctx.invocation_id,
     )
     if ctx.isolation_scope and agent.mode != "chat" and ctx.user_content is not None:
         # C2: a scoped task agent sees none of its parent's events; its task input is
