@@ -85,12 +85,7 @@ def _check(key: Any, value: Any, path: list[_PathItem], depth: int) -> None:
             return
         for name, item in value.items():  # pyright: ignore[reportUnknownVariableType]
             if not isinstance(name, str):
-                _fail(
-                    key,
-                    path,
-                    f"the dict key {name!r} is a {type(name).__name__}; JSON object keys are "  # pyright: ignore[reportUnknownArgumentType]
-                    "strings",
-                )
+                _fail(key, path, f"the dict key {name!r} is not a string (JSON's keys are)")
             if "\x00" in name or (not name.isascii() and _SURROGATE.search(name)):
                 _fail(key, path, f"the dict key {name!r} {_bad_text(name)}")
             path.append(name)
@@ -101,7 +96,10 @@ def _check(key: Any, value: Any, path: list[_PathItem], depth: int) -> None:
 
 
 def _fail(key: Any, path: list[_PathItem], problem: str) -> NoReturn:
-    where = "".join(f" → [{p}]" if isinstance(p, int) else f" → {p!r}" for p in path)
+    steps = [f"[{p}]" if isinstance(p, int) else repr(p) for p in path]
+    if len(steps) > 6:
+        steps = [*steps[:3], "…", *steps[-2:]]
+    where = "".join(f" → {step}" for step in steps)
     raise InvalidStateValueError(f"state key {key!r}{where}: {problem}", key=key, path=tuple(path))
 
 
@@ -134,5 +132,11 @@ def _advice(value: Any) -> str:
     if isinstance(value, decimal.Decimal):
         return "a Decimal is not JSON; use a float, an int or a string"
     if hasattr(value, "model_dump"):
-        return f"a {name} is not JSON; store value.model_dump(mode='json')"
-    return f"a {name} is not JSON; use a dict, list, str, number, bool or None"
+        return f"{_a(name)} is not JSON; store value.model_dump(mode='json')"
+    if hasattr(value, "dtype") and hasattr(value, "item"):  # a numpy scalar
+        return f"{_a(name)} is not JSON; store value.item()"
+    return f"{_a(name)} is not JSON; use a dict, list, str, number, bool or None"
+
+
+def _a(name: str) -> str:
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"

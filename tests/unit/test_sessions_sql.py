@@ -21,6 +21,7 @@ import rondo.sessions.sql as sql_module
 from rondo import Content, Event, EventActions
 from rondo.errors import ConfigurationError, SchemaVersionError, StaleSessionError
 from rondo.sessions.sql import SqlSessionService, default_sqlite_url
+from tests._require import require_module
 from tests._stores import Backend, postgres_url, sql_backend
 
 __all__ = ["postgres_url", "sql_backend"]
@@ -85,6 +86,9 @@ def test_urls_that_cannot_work_are_refused(tmp_path: Path) -> None:
 
 
 async def test_the_url_names_the_driver_that_runs(tmp_path: Path) -> None:
+    aiosqlite = require_module(
+        "aiosqlite", what="AIOSQLITE", install="pip install 'rondo-agents[aiosqlite]'"
+    )
     db = tmp_path / "one.db"
     plain, aio, path = (
         SqlSessionService(f"sqlite:///{db}"),
@@ -100,8 +104,6 @@ async def test_the_url_names_the_driver_that_runs(tmp_path: Path) -> None:
         session = await aio.create_session(app_name="a", user_id="u", session_id="s")
         event = text("through aiosqlite", actions=EventActions(state_delta={"k": 1}))
         await aio.append_event(session, event)
-        import aiosqlite
-
         assert isinstance(aio._db._conn, aiosqlite.Connection)  # type: ignore[attr-defined]  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
         found = await plain.get_session(app_name="a", user_id="u", session_id="s")
         assert found is not None
@@ -460,3 +462,125 @@ async def test_a_cleared_derived_cache_never_duplicates_events(tmp_path: Path) -
     assert [e.text for e in again.events] == ["one", "two"]
     assert [e.text for e in session.events] == ["one", "two"]
     await service.close()
+
+
+# -- W5: instances of one store on one database (replicas) -------------------------------------
+
+
+async def test_w5_instances_taking_turns_each_load_only_the_events_the_other_appended(
+    sql_backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rondo import Agent, Runner
+    from rondo.testing import ScriptedModel
+
+    decoded: list[str] = []
+    real = sql_module._decode_event  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(sql_module, "_decode_event", lambda p: decoded.append(p) or real(p))
+    models = [ScriptedModel(["one-1", "one-2"]), ScriptedModel(["two-1", "two-2"])]
+    services = [sql_backend.make(), sql_backend.make()]
+    runners = [
+        Runner(agent=Agent(name="bot", model=m), app_name="a", session_service=s)
+        for m, s in zip(models, services, strict=True)
+    ]
+
+    async def turn(instance: int, text: str) -> None:
+        async for _ in runners[instance].run_async(user_id="u", session_id="s", new_message=text):
+            pass
+
+    await turn(0, "hello")  # creates the session: its own events, nothing to decode
+    assert len(decoded) == 0
+    await turn(1, "from two")  # never saw the session: loads its 2 events
+    assert len(decoded) == 2
+    await turn(0, "again")  # knows 2 events: loads the 2 the other instance appended
+    assert len(decoded) == 4
+    await turn(1, "last")
+    assert len(decoded) == 6
+    conversation = ["hello", "one-1", "from two", "two-1", "again", "one-2", "last"]
+    assert [c.text for c in models[1].requests[-1].contents] == conversation
+    assert [c.text for c in models[0].requests[-1].contents] == conversation[:5]
+    for service in [*services, sql_backend.make()]:
+        found = await service.get_session(app_name="a", user_id="u", session_id="s")
+        assert found is not None
+        assert [e.text for e in found.events] == [*conversation, "two-2"]
+        assert found.version == 8
+
+
+async def test_w5_an_instance_sees_state_and_pending_another_instance_wrote(
+    sql_backend: Backend,
+) -> None:
+    one, two = sql_backend.make(), sql_backend.make()
+    session = await one.create_session(app_name="a", user_id="u", session_id="s", state={"n": 0})
+    seen = await two.get_session(app_name="a", user_id="u", session_id="s")
+    assert seen is not None
+    await one.append_event(session, text("x", actions=EventActions(state_delta={"n": 1})))
+    with pytest.raises(StaleSessionError):  # two's handle is older than the store
+        await two.append_event(seen, text("late"))
+    again = await two.get_session(app_name="a", user_id="u", session_id="s")
+    assert again is not None
+    assert (again.version, again.state, [e.text for e in again.events]) == (1, {"n": 1}, ["x"])
+    assert again.events.log is seen.events.log  # the same cached log, extended
+    await two.append_event(again, text("y", actions=EventActions(state_delta={"n": 2})))
+    back = await one.get_session(app_name="a", user_id="u", session_id="s")
+    assert back is not None
+    assert (back.version, back.state, [e.text for e in back.events]) == (2, {"n": 2}, ["x", "y"])
+
+
+@pytest.fixture
+async def pg_backend(postgres_url: str, tmp_path: Path) -> Any:
+    from tests._stores import open_backend
+
+    opened, cleanup = await open_backend("postgres", tmp_path, lambda: postgres_url)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+        if cleanup is not None:
+            await cleanup()
+
+
+async def test_w5_on_postgres_every_operation_is_one_statement(
+    pg_backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One statement is one round trip (asyncpg prepares each once per connection): an append
+    with session, app and user deltas, a create with scoped state, a read that brings the
+    events another instance appended, a delete."""
+    statements: list[str] = []
+    executor = engine_module._PostgresExecutor  # pyright: ignore[reportPrivateUsage]
+    for name in ("fetch", "execute"):
+        real = getattr(executor, name)
+
+        async def counted(self: Any, stmt: Any, values: Any = None, _real: Any = real) -> Any:
+            statements.append(stmt.pg)
+            return await _real(self, stmt, values or {})
+
+        monkeypatch.setattr(executor, name, counted)
+    one, two = pg_backend.make(), pg_backend.make()
+    await one.list_sessions(app_name="a")  # the schema check
+    await two.list_sessions(app_name="a")
+
+    def ops(before: int) -> int:
+        return len(statements) - before
+
+    n = len(statements)
+    state = {"k": 1, "app:a": 1, "user:u": 1}
+    session = await one.create_session(app_name="a", user_id="u", session_id="s", state=state)
+    assert ops(n) == 1
+    n = len(statements)
+    delta = {"k": 2, "app:a": 2, "user:u": 2, "temp:t": 0}
+    await one.append_event(session, Event(author="a", actions=EventActions(state_delta=delta)))
+    assert ops(n) == 1
+    n = len(statements)
+    await one.get_session(app_name="a", user_id="u", session_id="s")
+    assert ops(n) == 1
+    seen = await two.get_session(app_name="a", user_id="u", session_id="s")
+    assert seen is not None
+    await one.append_event(session, text("more"))
+    n = len(statements)
+    latest = await two.get_session(app_name="a", user_id="u", session_id="s")
+    assert ops(n) == 1
+    assert latest is not None
+    assert ([e.text for e in latest.events][-1], latest.state) == ("more", {"k": 2, "app:a": 2, "user:u": 2})  # fmt: skip
+    n = len(statements)
+    await one.delete_session(app_name="a", user_id="u", session_id="s")
+    assert ops(n) == 1
+    assert await two.get_session(app_name="a", user_id="u", session_id="s") is None
