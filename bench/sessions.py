@@ -538,11 +538,7 @@ def orchestrate_long(args: argparse.Namespace) -> None:
     results: dict[str, dict[str, Any]] = {}
     try:
         print("… rondo SQLite, two instances", file=sys.stderr, flush=True)
-        url = (
-            f"sqlite:///{tmp / 'long.db'}"
-            if args.plain_sqlite
-            else f"sqlite+aiosqlite:///{tmp / 'long.db'}"
-        )
+        url = f"sqlite:///{tmp / 'long.db'}"
         results["rondo SQLite"] = run_worker(rondo, "rondo", url, settings, {}, args.src)
         if not args.no_postgres:
             schema, kwargs = _pg_schema(args)
@@ -596,6 +592,8 @@ def orchestrate(args: argparse.Namespace) -> None:
             ("rondo", rondo, "rondo", {"sync": "NORMAL"}),
             ("rondo FULL", rondo, "rondo", {"sync": "FULL"}),
         ]
+        if args.aiosqlite:
+            sqlite_runs.append(("rondo aiosqlite", rondo, "rondo", {"sync": "NORMAL"}))
         if adk:
             sqlite_runs += [
                 ("adk in-memory", adk, "adk-memory", {}),
@@ -606,9 +604,14 @@ def orchestrate(args: argparse.Namespace) -> None:
             if args.only and args.only not in label:
                 continue
             db = tmp / f"{label.replace(' ', '_')}.db"
-            url = "memory" if "in-memory" in label else f"sqlite+aiosqlite:///{db}"
+            # rondo: the URL names the driver (sqlite:/// is the stdlib one); ADK's database
+            # service needs an async driver.
+            plain = subject == "rondo" and "aiosqlite" not in label
+            url = f"sqlite:///{db}" if plain else f"sqlite+aiosqlite:///{db}"
+            if "in-memory" in label:
+                url = "memory"
             print(f"… {label}", file=sys.stderr, flush=True)
-            results[label] = run_worker(python, subject, url, {**settings, **extra}, {})
+            results[label] = run_worker(python, subject, url, {**settings, **extra}, {}, args.src)
         if not args.no_postgres:
             pg_runs = [("rondo", rondo, "rondo")]
             if adk:
@@ -621,9 +624,11 @@ def orchestrate(args: argparse.Namespace) -> None:
                 kwargs = {"connect_args": {"server_settings": {"search_path": schema}}}
                 try:
                     print(f"… {label} on PostgreSQL", file=sys.stderr, flush=True)
-                    pg = run_worker(python, subject, args.postgres, settings, kwargs)
+                    pg = run_worker(python, subject, args.postgres, settings, kwargs, args.src)
                     pg.update(
-                        run_worker(python, subject, args.postgres, {"concurrent": 200}, kwargs)
+                        run_worker(
+                            python, subject, args.postgres, {"concurrent": 200}, kwargs, args.src
+                        )
                     )
                     results[f"{label} PG"] = pg
                 finally:
@@ -687,7 +692,7 @@ def main() -> None:
     )
     parser.add_argument("--src", help="run rondo from this source tree (PYTHONPATH)")
     parser.add_argument(
-        "--plain-sqlite", action="store_true", help="--long: write sqlite:/// (not +aiosqlite)"
+        "--aiosqlite", action="store_true", help="add a rondo column on sqlite+aiosqlite://"
     )
     parser.add_argument(
         "--postgres",

@@ -31,11 +31,15 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, NoReturn
 
-from pydantic import BaseModel
 from sqlalchemy.engine import URL
 
 from rondo._state_values import check_state_delta
-from rondo.errors import SessionExistsError, SessionNotFoundError, StaleSessionError
+from rondo.errors import (
+    SessionError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StaleSessionError,
+)
 from rondo.events import Event, EventActions, PendingCall
 from rondo.sessions._schema import SessionTables
 from rondo.sessions._sqlengine import Executor, Sql, default_sqlite_url, open_database
@@ -138,39 +142,51 @@ def _loads(text: str | None) -> Any:
 
 
 # Records are frozen (SPEC G1), so what many decoded events hold alike can be one object: an
-# empty `EventActions`, the empty id set, the set of field names pydantic keeps per model.
-# This halves the memory of a cached history (bench/SESSIONS.md).
+# empty `EventActions`, the set of field names pydantic keeps per model. This halves the memory
+# of a cached history and the objects the garbage collector walks (bench/SESSIONS.md).
 _EMPTY_ACTIONS = EventActions()
-_NO_IDS: frozenset[str] = frozenset()
-_FIELD_SETS: dict[frozenset[str], set[str]] = {}
+_FIELD_SETS: dict[tuple[str, ...], set[str]] = {}
+_set = object.__setattr__  # the field-name set is pydantic's own slot, not a field
 
 
-def _share_fields_set(model: BaseModel) -> None:
-    names = model.__pydantic_fields_set__
-    key = frozenset(names)
-    shared = _FIELD_SETS.get(key)
-    if shared is None:
-        if len(_FIELD_SETS) >= 512:  # a handful of shapes in practice; never unbounded
-            return
-        shared = _FIELD_SETS[key] = set(names)
-    object.__setattr__(model, "__pydantic_fields_set__", shared)
+def _shared(names: set[str]) -> set[str]:
+    # Keyed by the set's iteration order: equal keys mean equal sets (a different order only
+    # costs a second entry). A handful of shapes in practice; never unbounded.
+    key = tuple(names)
+    found = _FIELD_SETS.get(key)
+    if found is None:
+        if len(_FIELD_SETS) >= 512:
+            return names
+        found = _FIELD_SETS[key] = set(names)
+    return found
 
 
 def _compact(event: Event) -> Event:
     values = vars(event)
-    if values["actions"].is_empty():
+    names = event.__pydantic_fields_set__
+    actions = values["actions"]
+    # Payloads leave defaults out: no "actions" means pydantic just built an empty one.
+    if "actions" not in names or actions.is_empty():
         values["actions"] = _EMPTY_ACTIONS
     else:
-        _share_fields_set(values["actions"])
-    if not values["long_running_tool_ids"]:
-        values["long_running_tool_ids"] = _NO_IDS
-    _share_fields_set(event)
+        _set(actions, "__pydantic_fields_set__", _shared(actions.__pydantic_fields_set__))
+    _set(event, "__pydantic_fields_set__", _shared(names))
     content = values["content"]
     if content is not None:
-        _share_fields_set(content)
+        _set(content, "__pydantic_fields_set__", _shared(content.__pydantic_fields_set__))
         for part in content.parts:
-            _share_fields_set(part)
+            _set(part, "__pydantic_fields_set__", _shared(part.__pydantic_fields_set__))
     return event
+
+
+def _check_shared() -> None:
+    """Fail loudly if the shared empty actions were changed in place: frozen records still hold
+    mutable dicts, and every event decoded without actions holds this one object."""
+    if not _EMPTY_ACTIONS.is_empty():
+        raise SessionError(
+            "a stored event was modified in place (event.actions.state_delta[...] = ...); "
+            "records are immutable — build a new one with event.model_copy(update=...)"
+        )
 
 
 def _decode_pending(raw: str | None) -> list[PendingCall]:
@@ -507,6 +523,8 @@ class SqlSessionService(BaseSessionService):
         if read is None:
             self._cache.pop(key, None)
             return None
+        if read.events:
+            _check_shared()
         version = read.version
         hit = entry is not None and not read.fresh and entry.version == version
         if entry is None or read.fresh:
