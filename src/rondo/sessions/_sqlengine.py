@@ -496,6 +496,13 @@ class _AioSqlite(Database):
             await conn.close()
 
 
+async def _keep_session(conn: Any) -> None:
+    """What a connection needs before it goes back to the pool: nothing beyond asyncpg's own
+    rollback of an open transaction. asyncpg's default reset (`RESET ALL`, `UNLISTEN *`...) is
+    a round trip per release, and the stores change no session state (no SET, LISTEN, cursor
+    or session-level advisory lock) — so each operation stays one round trip."""
+
+
 class _Postgres(Database):
     """PostgreSQL through an asyncpg pool (created on first use, in the running loop)."""
 
@@ -522,11 +529,9 @@ class _Postgres(Database):
             if self._pool is None:
                 import asyncpg  # pyright: ignore[reportMissingTypeStubs]
 
+                args: dict[str, Any] = {"reset": _keep_session, **self._connect_args}
                 self._pool = await asyncpg.create_pool(  # pyright: ignore[reportUnknownMemberType]
-                    self._dsn,
-                    min_size=1,
-                    max_size=self._pool_size,
-                    **self._connect_args,
+                    self._dsn, min_size=1, max_size=self._pool_size, **args
                 )
             return self._pool
 
