@@ -170,11 +170,11 @@ async def open_backend(
     return Backend("postgres", url, postgres_kwargs(schema)), lambda: drop_schema(url, schema)
 
 
-@pytest.fixture(params=BACKENDS)
-async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
-    """Each session-store back end in turn, empty."""
+async def _opened(
+    request: pytest.FixtureRequest, name: str, tmp_path: Path
+) -> AsyncIterator[Backend]:
     opened, cleanup = await open_backend(
-        request.param, tmp_path, lambda: request.getfixturevalue("postgres_url")
+        name, tmp_path, lambda: request.getfixturevalue("postgres_url")
     )
     try:
         yield opened
@@ -182,17 +182,26 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         await opened.close()
         if cleanup is not None:
             await cleanup()
+
+
+@pytest.fixture(params=BACKENDS)
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    """Each session-store back end in turn, empty."""
+    async for opened in _opened(request, request.param, tmp_path):
+        yield opened
 
 
 @pytest.fixture(params=SQL_BACKENDS)
 async def sql_backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
     """The durable back ends only (SQLite, PostgreSQL), empty."""
-    opened, cleanup = await open_backend(
-        request.param, tmp_path, lambda: request.getfixturevalue("postgres_url")
-    )
-    try:
+    async for opened in _opened(request, request.param, tmp_path):
         yield opened
-    finally:
-        await opened.close()
-        if cleanup is not None:
-            await cleanup()
+
+
+@pytest.fixture
+async def postgres_backend(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[Backend]:
+    """PostgreSQL only, in a schema of its own (skips when the server is unreachable)."""
+    async for opened in _opened(request, "postgres", tmp_path):
+        yield opened

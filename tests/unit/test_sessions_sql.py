@@ -22,9 +22,9 @@ from rondo import Content, Event, EventActions
 from rondo.errors import ConfigurationError, SchemaVersionError, SessionError, StaleSessionError
 from rondo.sessions.sql import SqlSessionService, default_sqlite_url
 from tests._require import require_module
-from tests._stores import Backend, postgres_url, sql_backend
+from tests._stores import Backend, postgres_backend, postgres_url, sql_backend
 
-__all__ = ["postgres_url", "sql_backend"]
+__all__ = ["postgres_backend", "postgres_url", "sql_backend"]
 
 
 def text(t: str, **kw: Any) -> Event:
@@ -534,21 +534,8 @@ async def test_w5_an_instance_sees_state_and_pending_another_instance_wrote(
     assert (back.version, back.state, [e.text for e in back.events]) == (2, {"n": 2}, ["x", "y"])
 
 
-@pytest.fixture
-async def pg_backend(postgres_url: str, tmp_path: Path) -> Any:
-    from tests._stores import open_backend
-
-    opened, cleanup = await open_backend("postgres", tmp_path, lambda: postgres_url)
-    try:
-        yield opened
-    finally:
-        await opened.close()
-        if cleanup is not None:
-            await cleanup()
-
-
 async def test_w5_on_postgres_every_operation_is_one_statement(
-    pg_backend: Backend, monkeypatch: pytest.MonkeyPatch
+    postgres_backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One round trip each (asyncpg prepares a statement once per connection, and handing a
     connection back to the pool costs none): an append with session, app and user deltas, a
@@ -565,7 +552,7 @@ async def test_w5_on_postgres_every_operation_is_one_statement(
             return await _real(self, query, *args, **kw)
 
         monkeypatch.setattr(asyncpg.Connection, name, counted)
-    one, two = pg_backend.make(), pg_backend.make()
+    one, two = postgres_backend.make(), postgres_backend.make()
     await one.list_sessions(app_name="a")  # the schema check
     await two.list_sessions(app_name="a")
 

@@ -118,6 +118,27 @@ class _Read:
     events: list[Event]
 
 
+def _read(
+    row: Sequence[Any], start: int, loaded_from: int, usable: bool, payloads: Sequence[str]
+) -> _Read:
+    """A `_Read` from the session row (version, times, states, pending) and the payloads of the
+    events from `loaded_from` on."""
+    version, created, update_time, state, pending, app_state, user_state = row
+    return _Read(
+        version,
+        created,
+        update_time,
+        _loads(state),
+        pending,
+        _loads(app_state),
+        _loads(user_state),
+        start,
+        loaded_from,
+        not usable,
+        [_decode_event(p) for p in payloads],
+    )
+
+
 class _Changed(Exception):
     """The session was deleted or re-created while it was being read."""
 
@@ -322,7 +343,8 @@ class SqlSessionService(BaseSessionService):
         rows = await ex.fetch(self._sql.session, params)
         if not rows:
             return None
-        version, created, update_time, state, pending, app_state, user_state = rows[0]
+        row = rows[0]
+        version, created = row[0], row[1]
         start = 0
         if recent is not None:
             start = max(0, version - max(recent, 0))
@@ -336,25 +358,13 @@ class SqlSessionService(BaseSessionService):
             known is not None and known[0] == created and known[1] <= version and known[2] <= start
         )
         lo = known[1] if known is not None and usable else start
-        events: list[Event] = []
+        payloads: list[str] = []
         if lo < version:
-            payloads = await ex.fetch(self._sql.events, {**params, "lo": lo, "hi": version})
-            if len(payloads) != version - lo:
+            rows = await ex.fetch(self._sql.events, {**params, "lo": lo, "hi": version})
+            if len(rows) != version - lo:
                 raise _Changed
-            events = [_decode_event(p) for (p,) in payloads]
-        return _Read(
-            version,
-            created,
-            update_time,
-            _loads(state),
-            pending,
-            _loads(app_state),
-            _loads(user_state),
-            start,
-            lo,
-            not usable,
-            events,
-        )
+            payloads = [p for (p,) in rows]
+        return _read(row[:7], start, lo, usable, payloads)
 
     async def _read_all_pg(
         self, ex: Executor, params: _Params, known: tuple[float, int, int] | None
@@ -370,21 +380,10 @@ class SqlSessionService(BaseSessionService):
         rows = await ex.fetch(self._sql.session_and_events, values)
         if not rows:
             return None
-        version, created, update_time, state, pending, app_state, user_state, lo, payloads = rows[0]
+        row = rows[0]
+        version, created, lo, payloads = row[0], row[1], row[7], row[8]
         usable = whole is not None and whole[0] == created and whole[1] <= version
-        return _Read(
-            version,
-            created,
-            update_time,
-            _loads(state),
-            pending,
-            _loads(app_state),
-            _loads(user_state),
-            0,
-            lo,
-            not usable,
-            [_decode_event(p) for p in payloads],
-        )
+        return _read(row[:7], 0, lo, usable, payloads)
 
     async def _append_tx(
         self,
