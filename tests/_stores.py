@@ -26,10 +26,17 @@ from rondo.memory.base import BaseMemoryService
 from rondo.memory.memory import InMemoryMemoryService
 from rondo.sessions.base import BaseSessionService
 from rondo.sessions.memory import InMemorySessionService
+from tests._require import require_module
 
 DEFAULT_POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
-BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-SQL_BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+# "aiosqlite": the same SQLite store through `sqlite+aiosqlite://` (the URL names the driver).
+BACKENDS = [
+    "memory",
+    "sqlite",
+    "aiosqlite",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+]
+SQL_BACKENDS = ["sqlite", "aiosqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
 def _dsn(url: str) -> str:
@@ -133,9 +140,9 @@ class Backend:
 
     async def execute_sql(self, sql: str) -> None:
         """Run SQL on the storage directly (not through rondo): set-up, sabotage."""
-        if self.name == "sqlite":
+        if self.name in ("sqlite", "aiosqlite"):
             assert self.url is not None
-            conn = sqlite3.connect(self.url.removeprefix("sqlite:///"))
+            conn = sqlite3.connect(self.url.split(":///", 1)[1])
             try:
                 conn.executescript(sql)
             finally:
@@ -165,6 +172,11 @@ async def open_backend(
         return Backend("memory"), None
     if name == "sqlite":
         return Backend("sqlite", f"sqlite:///{tmp_path / 'sessions.db'}"), None
+    if name == "aiosqlite":
+        require_module(
+            "aiosqlite", what="AIOSQLITE", install="pip install 'rondo-agents[aiosqlite]'"
+        )
+        return Backend("aiosqlite", f"sqlite+aiosqlite:///{tmp_path / 'sessions.db'}"), None
     url = postgres()
     schema = await create_schema(url)
     return Backend("postgres", url, postgres_kwargs(schema)), lambda: drop_schema(url, schema)

@@ -239,9 +239,13 @@ async def test_r3_a_failure_inside_the_append_transaction_stores_nothing(
     assert session.version == 1
 
 
+_SQLITE_BOOM = (
+    "CREATE TRIGGER boom BEFORE INSERT ON rondo_user_states "
+    "BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
+)
 FAIL_USER_STATE_WRITES = {
-    "sqlite": "CREATE TRIGGER boom BEFORE INSERT ON rondo_user_states "
-    "BEGIN SELECT RAISE(ABORT, 'disk on fire'); END",
+    "sqlite": _SQLITE_BOOM,
+    "aiosqlite": _SQLITE_BOOM,
     "postgres": "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS "
     "$$ BEGIN RAISE EXCEPTION 'disk on fire'; END $$; "
     "CREATE TRIGGER boom BEFORE INSERT ON rondo_user_states "
