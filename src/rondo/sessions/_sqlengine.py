@@ -51,7 +51,7 @@ from typing import Any, Literal, Protocol, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
 
-from rondo.errors import ConfigurationError, SchemaVersionError
+from rondo.errors import ConfigurationError, RondoError, SchemaVersionError
 
 __all__ = [
     "DEFAULT_SQLITE_PATH",
@@ -291,7 +291,7 @@ def _run_to_end(coro: Coroutine[Any, Any, T]) -> T:
     except StopIteration as done:
         return done.value
     coro.close()
-    raise RuntimeError("a SQLite transaction awaited something that suspends")  # a bug
+    raise RondoError("a SQLite transaction awaited something that suspends")  # a bug in rondo
 
 
 class _Busy(Exception):
@@ -370,7 +370,7 @@ class _StdlibSqlite(Database):
 
     async def _in_thread(self, call: Callable[[], T]) -> T:
         if self._thread is None:
-            raise RuntimeError("the SQLite store is closed")
+            raise RondoError("the SQLite store is closed")
         return await asyncio.get_running_loop().run_in_executor(self._thread, call)
 
     def _inline_connection(self) -> sqlite3.Connection | None:
