@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
 from rondo.errors import InvalidCallbackError
@@ -29,18 +28,18 @@ def normalize_callbacks(value: Any, what: str) -> Callbacks:
 
 
 async def call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
-    result = fn(*args)
-    if inspect.isawaitable(result):
-        result = await result
+    result: Any = fn(*args)
+    if isinstance(result, Awaitable):
+        result = await cast(Awaitable[Any], result)
     return result
 
 
 async def first_result(callbacks: Callbacks, *args: Any) -> Any:
     """Call callbacks in order; the first non-None result wins and stops the chain."""
     for fn in callbacks:
-        result = fn(*args)
-        if inspect.isawaitable(result):
-            result = await result
+        result: Any = fn(*args)
+        if isinstance(result, Awaitable):
+            result = await cast(Awaitable[Any], result)
         if result is not None:
             return result
     return None

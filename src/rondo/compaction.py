@@ -18,6 +18,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from rondo.errors import ModelResponseError
 from rondo.events import Event, EventActions, EventCompaction
 from rondo.flow.contents import is_visible_branch
 from rondo.models.base import GenerateConfig, ModelRequest
@@ -201,7 +202,7 @@ async def compact(ctx: InvocationContext, config: CompactionConfig, model: Model
         config.summarizer or model, config.instruction, _transcript(window, previous)
     )
     if not summary:
-        raise ValueError("the summarizer returned no text")
+        raise ModelResponseError("the summarizer returned no text")
     start = previous.start_timestamp if previous is not None else window[0].timestamp
     record = Event(
         author=ctx.agent.name,

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rondo.errors import ConfigurationError
+from rondo.errors import ConfigurationError, ReadOnlyStateError
 from rondo.events import EventActions, ToolConfirmation
 from rondo.run_config import RunConfig
 from rondo.sessions.base import TEMP_PREFIX, BaseSessionService, Session
@@ -126,7 +126,7 @@ class State(Mapping[str, Any]):
 
     def __setitem__(self, key: str, value: Any) -> None:
         if self._readonly:
-            raise TypeError(
+            raise ReadOnlyStateError(
                 "this context's state is read-only; write state from a callback or tool"
             )
         self._delta[key] = value
@@ -213,19 +213,29 @@ class Demand:
 class _Shared:
     """Per-invocation counters shared by every agent's context in that invocation."""
 
-    __slots__ = ("demand", "end_invocation", "llm_calls", "temp_state")
+    __slots__ = ("demand", "llm_calls", "temp_state")
 
     def __init__(self, demand: Demand | None) -> None:
         self.llm_calls = 0
-        self.end_invocation = False
         self.temp_state: dict[str, Any] = {}
         self.demand = demand if demand is not None else Demand()
+
+
+class _EndFlag:
+    """`end_invocation` of one agent's run, shared with its tool calls' contexts only: a
+    before_agent answer ends that agent, and its parent workflow goes on (as in ADK)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: bool = False) -> None:
+        self.value = value
 
 
 class InvocationContext:
     """Everything one invocation needs: session, services, plugins, config, the current agent."""
 
     __slots__ = (
+        "_end",
         "_shared",
         "agent",
         "app_name",
@@ -292,6 +302,7 @@ class InvocationContext:
         self.sink: EventSink | None = None
         # A sub-run (an agent answering as a tool) shares its caller's demand (R7).
         self._shared = _Shared(demand)
+        self._end = _EndFlag()
 
     def for_agent(
         self,
@@ -301,10 +312,13 @@ class InvocationContext:
         isolation_scope: str | None = None,
         node: str | None = None,
     ) -> InvocationContext:
-        """A context for `agent` in the same invocation (counters and temp state shared)."""
+        """A context for `agent` in the same invocation (counters and temp state shared; the
+        same agent's contexts also share `end_invocation`, another agent gets its own)."""
         child = object.__new__(InvocationContext)
         for name in InvocationContext.__slots__:
             object.__setattr__(child, name, getattr(self, name))
+        if agent is not self.agent:
+            child._end = _EndFlag(self._end.value)
         child.agent = agent
         if branch is not None:
             child.branch = branch
@@ -333,11 +347,11 @@ class InvocationContext:
 
     @property
     def end_invocation(self) -> bool:
-        return self._shared.end_invocation
+        return self._end.value
 
     @end_invocation.setter
     def end_invocation(self, value: bool) -> None:
-        self._shared.end_invocation = value
+        self._end.value = value
 
     @property
     def llm_calls(self) -> int:
@@ -502,6 +516,11 @@ class ToolContext(CallbackContext):
     @property
     def tool_name(self) -> str:
         return self._call.name if self._call is not None else ""
+
+    @property
+    def reason_id(self) -> str:
+        """The model round whose call this is (lifecycle correlation)."""
+        return self._reason_id
 
     async def mark_started(self) -> None:
         """The call is being handled: its `ToolCallStart` goes to the lifecycle stream

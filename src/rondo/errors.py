@@ -3,14 +3,25 @@
     RondoError
     ├── ConfigurationError (also ValueError)   bad agent/tool/runner set-up, found at construction
     │   ├── DuplicateAgentNameError
-    │   ├── InvalidCallbackError (also TypeError)
+    │   ├── InvalidCallbackError (also TypeError)  not callable, or returned the wrong type
     │   ├── ToolDefinitionError
-    │   └── ModelNotFoundError                  unknown model string or missing extra/API key
+    │   ├── ModelNotFoundError                  unknown model string or missing extra
+    │   └── MissingAPIKeyError                  a provider's API key is not set (names the variable)
+    ├── InvalidMessageError (also TypeError)    `new_message` of a type rondo cannot send
+    ├── ReadOnlyStateError (also TypeError)     a write to a read-only state view
     ├── LlmCallsLimitExceeded                   RunConfig.max_llm_calls reached
     ├── InstructionError (also KeyError)        a required `{placeholder}` has no value
     ├── ContentsError                           history that cannot be turned into a valid request
     ├── TransferError                           `actions.transfer_to_agent` names no legal agent
-    ├── ModelError                              a model failure nobody recovered from
+    ├── OutputValidationError (also ValueError)  a final answer that does not fit the output schema
+    ├── ModelError                              a model call failed and nobody recovered it
+    │   ├── ModelRateLimitError                 429 / quota (retryable)
+    │   ├── ModelTimeoutError (also TimeoutError)  the call timed out (retryable)
+    │   ├── ModelConnectionError                the connection failed or dropped (retryable)
+    │   ├── ModelServerError                    5xx (retryable)
+    │   ├── ModelBadRequestError                the request is wrong (400, 404, 413, 422)
+    │   ├── ModelAuthError                      the key is wrong or lacks permission (401, 403)
+    │   └── ModelResponseError                  the model's answer cannot be used (bad tool call)
     ├── ScriptExhaustedError                    `rondo.testing.ScriptedModel` ran past its script
     ├── InvalidArtifactNameError (also ValueError)  an artifact name that leaves its directory
     ├── InvalidStateValueError (also ValueError)    a state value that is not JSON (SPEC G3)
@@ -19,11 +30,17 @@
         ├── SessionExistsError                  create_session with an id already in use
         ├── StaleSessionError                   append through an out-of-date session handle
         ├── SchemaVersionError                  the database holds an older/newer schema
-        └── InvalidIdError (also ValueError)    an empty or malformed app name, user or session id
+        ├── InvalidIdError (also ValueError)    an empty or malformed app name, user or session id
+        └── InvalidPageError (also ValueError)  list_sessions: a limit below 1, a foreign page token
 
 Tool failures are *not* exceptions for the run: they become `{"error": ...}` function responses
-the model can react to (SPEC T3). `ToolArgumentsError` and `ToolNotFoundError` exist so hooks
-(`on_tool_error`) can tell those cases apart.
+the model can react to (SPEC T3). `ToolArgumentsError`, `ToolNotFoundError` and
+`ToolResultError` are what `on_tool_error` hooks receive for those cases, so they can tell them
+apart.
+
+A provider failure is raised as the `ModelError` subclass that fits, with the SDK's exception as
+`__cause__`, the HTTP `status_code` when there is one, and `retryable` (the adapters already
+retried it per their `RetryPolicy`; this says whether trying again later may work).
 """
 
 from __future__ import annotations
@@ -36,10 +53,22 @@ __all__ = [
     "InvalidArtifactNameError",
     "InvalidCallbackError",
     "InvalidIdError",
+    "InvalidMessageError",
+    "InvalidPageError",
     "InvalidStateValueError",
     "LlmCallsLimitExceeded",
+    "MissingAPIKeyError",
+    "ModelAuthError",
+    "ModelBadRequestError",
+    "ModelConnectionError",
     "ModelError",
     "ModelNotFoundError",
+    "ModelRateLimitError",
+    "ModelResponseError",
+    "ModelServerError",
+    "ModelTimeoutError",
+    "OutputValidationError",
+    "ReadOnlyStateError",
     "RondoError",
     "SchemaVersionError",
     "ScriptExhaustedError",
@@ -51,6 +80,7 @@ __all__ = [
     "ToolDefinitionError",
     "ToolError",
     "ToolNotFoundError",
+    "ToolResultError",
     "TransferError",
 ]
 
@@ -68,7 +98,8 @@ class DuplicateAgentNameError(ConfigurationError):
 
 
 class InvalidCallbackError(ConfigurationError, TypeError):
-    """A callback or instruction provider is not callable."""
+    """A callback or instruction provider is not callable, or returned a value of a type its
+    hook cannot use."""
 
 
 class ToolDefinitionError(ConfigurationError):
@@ -76,7 +107,23 @@ class ToolDefinitionError(ConfigurationError):
 
 
 class ModelNotFoundError(ConfigurationError):
-    """A model string names no known provider, or the provider's extra or key is missing."""
+    """A model string names no known provider, or the provider's extra is not installed."""
+
+
+class MissingAPIKeyError(ConfigurationError):
+    """A provider's API key is not set. `variables` are the environment variables it reads."""
+
+    def __init__(self, message: str, *, variables: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.variables = variables
+
+
+class InvalidMessageError(RondoError, TypeError):
+    """A message (`new_message`) of a type rondo cannot send."""
+
+
+class ReadOnlyStateError(RondoError, TypeError):
+    """A write to a state view that is read-only (instruction providers, the invocation)."""
 
 
 class LlmCallsLimitExceeded(RondoError):
@@ -99,7 +146,73 @@ class TransferError(RondoError):
 
 
 class ModelError(RondoError):
-    """A model call failed and no `on_model_error` hook recovered it."""
+    """A model call failed and no `on_model_error` hook recovered it.
+
+    `status_code` is the provider's HTTP status, when there is one; `retryable` says whether
+    the same call may succeed later (rate limits, timeouts, dropped connections, 5xx)."""
+
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        status_code: int | None = None,
+        retryable: bool | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        if retryable is not None:
+            self.retryable = retryable
+        self.provider = provider
+        self.model = model
+
+
+class ModelRateLimitError(ModelError):
+    """The provider refused the call for rate or quota limits (429)."""
+
+    retryable = True
+
+
+class ModelTimeoutError(ModelError, TimeoutError):
+    """The model call timed out."""
+
+    retryable = True
+
+
+class ModelConnectionError(ModelError):
+    """The connection to the provider failed or dropped."""
+
+    retryable = True
+
+
+class ModelServerError(ModelError):
+    """The provider failed (5xx, overloaded)."""
+
+    retryable = True
+
+
+class ModelBadRequestError(ModelError):
+    """The provider rejected the request itself (400, 404, 413, 422): retrying cannot help."""
+
+
+class ModelAuthError(ModelError):
+    """The API key is wrong, expired or lacks permission (401, 403)."""
+
+
+class ModelResponseError(ModelError):
+    """The model answered with something the run cannot use (e.g. an invalid function call)."""
+
+
+class OutputValidationError(RondoError, ValueError):
+    """The agent's final answer does not fit its `output_schema` (after the model had its
+    chances to fix it). `text` is the answer as the model wrote it."""
+
+    def __init__(self, message: str, *, text: str = "") -> None:
+        super().__init__(message)
+        self.text = text
 
 
 class ScriptExhaustedError(RondoError):
@@ -143,6 +256,11 @@ class SchemaVersionError(SessionError):
     """The database schema version does not match this version of rondo."""
 
 
+class InvalidPageError(SessionError, ValueError):
+    """`list_sessions` was asked for a page that cannot exist: a limit below 1, or a page token
+    this store did not issue."""
+
+
 class InvalidIdError(SessionError, ValueError):
     """An app name, user id or session id that is empty, too long or holds a character it may
     not have (see `rondo.sessions.base.check_ids`)."""
@@ -158,3 +276,7 @@ class ToolNotFoundError(ToolError, LookupError):
 
 class ToolArgumentsError(ToolError, ValueError):
     """The model's arguments do not match the tool's parameters."""
+
+
+class ToolResultError(ToolError, TypeError):
+    """A tool returned a value that cannot be sent back to the model (not JSON)."""

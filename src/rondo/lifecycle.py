@@ -179,10 +179,15 @@ class HITLDecided(_Lifecycle):
 
 
 class PlanUpdate(_Lifecycle):
+    """A plan was created, advanced or revised (`rondo.tools.plan`): the step titles, the
+    step the update concerns (`index`) and each step's status; between the planning call's
+    `ToolCallStart` and `ToolCallEnd`."""
+
     type: Literal["plan_update"] = "plan_update"
     stage: Literal["create", "progress", "revise"] = "create"
     plans: list[str] = Field(default_factory=list[str])
     index: int = 0
+    statuses: list[str] = Field(default_factory=list[str])
     reason_id: str | None = None
 
 
@@ -222,7 +227,8 @@ class RunMetrics(BaseModel):
 class RunEnd(_Lifecycle):
     """The run ended normally or paused (then `pending` lists what it waits for).
 
-    `is_abnormal` is True only when the run ended on a partial response (SPEC F4). The full
+    `is_abnormal` is True when the run ended on a partial response (SPEC F4) or its final
+    answer does not fit the output schema (`error` says why; `output` is then None). The full
     result of a stream is read here, never by concatenating deltas (SPEC V4).
     """
 
@@ -232,6 +238,7 @@ class RunEnd(_Lifecycle):
     metrics: RunMetrics = Field(default_factory=RunMetrics)
     is_abnormal: bool = False
     pending: list[PendingCall] = Field(default_factory=list[PendingCall])
+    error: str | None = None
 
 
 class TaskEvent(_Lifecycle):

@@ -8,33 +8,37 @@ construction of lifecycle objects inside the same loop.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rondo._ids import new_invocation_id, new_run_id
-from rondo._sync import iterate_sync, run_coroutine_sync
 from rondo.agents.base import BaseAgent, Item
-from rondo.context import Demand, InvocationContext
-from rondo.errors import ConfigurationError
-from rondo.events import Event, EventActions, PendingCall
-from rondo.plugins import Plugin, PluginManager
-from rondo.run_config import RunConfig
-from rondo.sessions.base import TEMP_PREFIX, BaseSessionService, Session
-from rondo.sessions.memory import InMemorySessionService
-from rondo.types import Content, Part
+from rondo.errors import (
+    ConfigurationError,
+    InvalidMessageError,
+    OutputValidationError,
+    RondoError,
+)
 
 if TYPE_CHECKING:
-    # The lifecycle classes load on first use: a records-only run never needs them.
+    # Records, contexts, stores and the lifecycle classes load when a runner is built or
+    # first runs: `from rondo import Runner` stays cheap (issue 8), and a records-only run
+    # never needs the lifecycle classes.
     from rondo.artifacts.base import BaseArtifactService
+    from rondo.context import Demand, InvocationContext
+    from rondo.events import Event, PendingCall
     from rondo.lifecycle import LifecycleEvent, RunMetrics
     from rondo.memory.base import BaseMemoryService
+    from rondo.plugins import Plugin
+    from rondo.run_config import RunConfig
+    from rondo.sessions.base import BaseSessionService, Session
+    from rondo.types import Content, Part
 
 __all__ = ["RunResult", "Runner"]
 
-Message = Content | str | Sequence[Part] | None
+if TYPE_CHECKING:
+    Message = Content | str | Part | Sequence[Part] | None
 
 
 @dataclass
@@ -47,9 +51,12 @@ class RunResult:
     session_id: str
     text: str = ""
     run_id: str = ""
-    pending: list[PendingCall] = field(default_factory=list[PendingCall])
+    pending: list[PendingCall] = field(default_factory=lambda: [])
     metrics: RunMetrics = field(default_factory=lambda: _run_metrics())
     is_abnormal: bool = False
+    # Why the run did not produce its output: an `OutputValidationError` when the final
+    # answer does not fit the answering agent's output schema (then `output` is None).
+    error: RondoError | None = None
 
 
 def _run_metrics(**values: Any) -> RunMetrics:
@@ -59,16 +66,23 @@ def _run_metrics(**values: Any) -> RunMetrics:
 
 
 def _as_content(message: Message) -> Content | None:
+    from rondo.types import Content, Part
+
     if message is None:
         return None
     if isinstance(message, Content):
         return message
     if isinstance(message, str):
         return Content.user(message)
-    parts = list(message)
-    if all(isinstance(p, Part) for p in parts):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(message, Part):
+        return Content(role="user", parts=[message])
+    parts: list[Any] = list(message) if isinstance(message, Sequence) else [message]  # pyright: ignore[reportUnnecessaryIsInstance]
+    if parts and all(isinstance(p, Part) for p in parts):
         return Content(role="user", parts=parts)
-    raise TypeError("new_message must be Content, str, a list of Part or None")
+    raise InvalidMessageError(
+        "new_message must be Content, str, a Part, a list of Part or None, got "
+        f"{type(message).__name__}"
+    )
 
 
 class _Summary:
@@ -101,19 +115,21 @@ class _Summary:
     def text(self) -> str:
         return self.final.text if self.final is not None else ""
 
-    def output(self, root: BaseAgent) -> Any:
+    def output(self, root: BaseAgent) -> tuple[Any, OutputValidationError | None]:
+        """The run's output, or the reason its final answer is not one (S2: an answer that
+        does not fit the output schema is never passed off as the result)."""
         from rondo.agents.llm import Agent
 
         final = self.final
         if final is None:
-            return None
+            return None, None
         agent = root.find_agent(final.author)
         if isinstance(agent, Agent) and agent.output_schema is not None:
             try:
-                return agent.parse_output(final.text)
-            except ValueError:
-                return final.text
-        return final.text
+                return agent.parse_output(final.text), None
+            except OutputValidationError as exc:
+                return None, exc
+        return final.text, None
 
     def metrics(self, ctx: InvocationContext) -> RunMetrics:
         return _run_metrics(
@@ -130,13 +146,15 @@ class _Summary:
         return self.last is not None and self.last.partial
 
     def report(self, ctx: InvocationContext, root: BaseAgent) -> dict[str, Any]:
-        """What the run's `RunEnd` and `RunResult` report."""
+        """What the run's `RunEnd` and `RunResult` report (`error`: an exception)."""
+        output, error = self.output(root)
         return {
             "text": self.text(),
-            "output": self.output(root),
+            "output": output,
             "metrics": self.metrics(ctx),
-            "is_abnormal": self.abnormal,
+            "is_abnormal": self.abnormal or error is not None,
             "pending": [p for p in ctx.session.pending if p.run_id == ctx.run_id],
+            "error": error,
         }
 
 
@@ -153,6 +171,9 @@ class Runner:
         memory_service: BaseMemoryService | None = None,
         plugins: Sequence[Plugin] = (),
     ) -> None:
+        from rondo.plugins import PluginManager
+        from rondo.sessions.memory import InMemorySessionService
+
         if not isinstance(agent, BaseAgent):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigurationError(f"Runner needs an agent, got {agent!r}")
         self.agent = agent
@@ -174,6 +195,8 @@ class Runner:
         state_delta: Mapping[str, Any] | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Run one invocation and yield its records; each is stored before it is yielded."""
+        from rondo.events import Event
+
         execution = self.execute(
             user_id, session_id, new_message, run_config, state_delta, observe=False
         )
@@ -195,6 +218,9 @@ class Runner:
 
         Streams model output (`streaming_mode="sse"`) unless `run_config` says otherwise.
         """
+        from rondo.events import Event
+        from rondo.run_config import RunConfig
+
         config = run_config or RunConfig(streaming_mode="sse")
         execution = self.execute(
             user_id, session_id, new_message, config, state_delta, observe=True
@@ -214,6 +240,8 @@ class Runner:
         state_delta: Mapping[str, Any] | None = None,
     ) -> Iterator[Event]:
         """`run_async` for synchronous code."""
+        from rondo._sync import iterate_sync
+
         return iterate_sync(
             lambda: self.run_async(
                 user_id=user_id,
@@ -233,6 +261,8 @@ class Runner:
         run_config: RunConfig | None = None,
     ) -> RunResult:
         """Run one invocation to the end and return its `RunResult` (no lifecycle objects)."""
+        from rondo.events import Event
+
         if session_id is None:
             session_id = await self.new_session_id(user_id)
         events: list[Event] = []
@@ -254,6 +284,8 @@ class Runner:
         new_message: Message = None,
         run_config: RunConfig | None = None,
     ) -> RunResult:
+        from rondo._sync import run_coroutine_sync
+
         return run_coroutine_sync(
             lambda: self.run_to_result(
                 user_id=user_id,
@@ -281,6 +313,8 @@ class Runner:
         await self.close()
 
     async def new_session_id(self, user_id: str) -> str:
+        import uuid
+
         session = await self.session_service.create_session(
             app_name=self.app_name, user_id=user_id, session_id=uuid.uuid4().hex
         )
@@ -303,6 +337,8 @@ class Runner:
         """The one execution path behind every entry point: yields records and, with
         `observe`, the lifecycle events built alongside them. `result`, when given, is
         filled with what `RunResult` reports. A sub-run passes its caller's `demand`."""
+        from rondo.events import Event
+
         ctx, resumed = await self._begin(
             user_id,
             session_id,
@@ -349,7 +385,9 @@ class Runner:
         if observe:
             from rondo.lifecycle import RunEnd
 
-            yield RunEnd(**ctx.correlation(), **report)
+            wire: dict[str, Any] = dict(report)
+            wire["error"] = str(report["error"]) if report["error"] is not None else None
+            yield RunEnd(**ctx.correlation(), **wire)
 
     async def _begin(
         self,
@@ -362,6 +400,10 @@ class Runner:
         demand: Demand | None = None,
     ) -> tuple[InvocationContext, bool]:
         """Get or create the session, pick the run and the agent, store the user's message."""
+        from rondo._ids import new_invocation_id
+        from rondo.context import InvocationContext
+        from rondo.events import Event, EventActions
+
         service = self.session_service
         session = await service.get_session(
             app_name=self.app_name, user_id=user_id, session_id=session_id
@@ -414,6 +456,9 @@ class Runner:
         early = await plugins.run("before_run", ctx)
         if early is None:
             return None
+        from rondo.events import Event
+        from rondo.types import Content
+
         event = Event(
             author=self.agent.name,
             invocation_id=ctx.invocation_id,
@@ -436,6 +481,8 @@ class Runner:
 
     async def _append(self, ctx: InvocationContext, event: Event) -> Event:
         """Store `event`; returns the stored record (without `temp:` keys)."""
+        from rondo.sessions.base import TEMP_PREFIX
+
         delta = event.actions.state_delta
         if delta:
             # temp: keys live for this invocation only; the store drops them (SPEC R3).
@@ -449,6 +496,8 @@ class Runner:
     @staticmethod
     def _run_id_for(session: Session, message: Content | None) -> tuple[str, bool]:
         """A message that only answers pending calls continues their run; else a new run."""
+        from rondo._ids import new_run_id
+
         pending = session.pending
         if message is None:
             # An empty message continues a paused run: pending calls, or an answer that

@@ -144,6 +144,38 @@ def test_a1_function_call_args_streamed_as_json_path_fragments_are_assembled():
     assert part.function_call.partial_args is None
 
 
+@pytest.mark.parametrize("closed_by", ["last_fragment", "close"])
+def test_a1_a_call_assembled_from_fragments_keeps_its_thought_signature(closed_by: str) -> None:
+    aggregator = StreamAggregator()
+    first = FunctionCall(
+        name="plan",
+        id="p1",
+        partial_args=[PartialArg(json_path="$.step", value="on")],
+        will_continue=True,
+    )
+    last = FunctionCall(
+        name="plan",
+        id="p1",
+        partial_args=[PartialArg(json_path="$.step", value="e")],
+        will_continue=closed_by == "close",
+    )
+    aggregator.add(
+        ModelResponse(
+            content=Content(
+                role="model", parts=[Part(function_call=first, thought_signature=b"sig")]
+            )
+        )
+    )
+    aggregator.add(ModelResponse(content=Content(role="model", parts=[Part(function_call=last)])))
+    final = aggregator.close()
+    assert final is not None
+    assert final.content is not None
+    [part] = final.content.parts
+    assert part.thought_signature == b"sig"
+    assert part.function_call is not None
+    assert part.function_call.args == {"step": "one"}
+
+
 async def test_a1_a_streamed_call_is_dispatched_with_the_assembled_args():
     seen: list[Any] = []
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel, ValidationError
 
+import rondo
+import rondo.errors
 from rondo import (
     Agent,
     Blob,
@@ -25,7 +30,7 @@ from rondo import (
 )
 from rondo.events import EventCompaction, PendingCall, ToolConfirmation
 from rondo.flow.contents import INTERRUPTED_CALL_ERROR
-from rondo.lifecycle import ToolCallEnd, ToolCallProgress, parse_lifecycle_event
+from rondo.lifecycle import RunEnd, ToolCallEnd, ToolCallProgress, parse_lifecycle_event
 from rondo.models import ModelRequest, ModelResponse, Usage
 from rondo.testing import ScriptedModel
 from tests.conformance._support import (
@@ -365,3 +370,130 @@ async def test_g5_a_failing_stream_keeps_its_partial_result_and_reaches_error_ho
         "error": "ValueError: broken pen",
         "partial_result": ["a", "b"],
     }
+
+
+# -- G4: one error tree ---------------------------------------------------------------------
+
+_BUILTIN_ERRORS = {
+    "ValueError",
+    "TypeError",
+    "RuntimeError",
+    "KeyError",
+    "LookupError",
+    "NotImplementedError",
+    "AssertionError",
+    "Exception",
+}
+
+
+def test_g4_src_raises_no_bare_builtin_error() -> None:
+    """Every deliberate raise in src/ uses the RondoError tree (a re-raise is fine)."""
+    root = Path(rondo.__file__).parent
+    offenders: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Raise) or node.exc is None:
+                continue
+            target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(target, ast.Name) and target.id in _BUILTIN_ERRORS:
+                offenders.append(f"{path.relative_to(root)}:{node.lineno} raises {target.id}")
+    assert offenders == []
+
+
+def test_g4_every_error_class_is_a_rondo_error_and_exported() -> None:
+    classes = [
+        obj
+        for _, obj in inspect.getmembers(rondo.errors, inspect.isclass)
+        if issubclass(obj, Exception) and obj.__module__ == "rondo.errors"
+    ]
+    for cls in classes:
+        assert issubclass(cls, rondo.RondoError), cls
+        assert getattr(rondo, cls.__name__) is cls
+    for kind in (
+        rondo.ModelRateLimitError,
+        rondo.ModelTimeoutError,
+        rondo.ModelConnectionError,
+        rondo.ModelBadRequestError,
+        rondo.ModelAuthError,
+        rondo.ModelServerError,
+    ):
+        assert issubclass(kind, rondo.ModelError)
+    assert not issubclass(rondo.MissingAPIKeyError, rondo.ModelNotFoundError)
+
+
+class Answer(BaseModel):
+    city: str
+    temperature_c: int
+
+
+async def test_g4_an_answer_that_does_not_fit_the_schema_is_an_explicit_failure() -> None:
+    agent = Agent(name="a", model=ScriptedModel(["it is warm"]), output_schema=Answer)
+    result = await agent.run("weather?")
+    assert result.output is None
+    assert result.is_abnormal is True
+    assert isinstance(result.error, rondo.OutputValidationError)
+    assert result.error.text == "it is warm"
+    assert result.text == "it is warm"
+    stream_agent = Agent(name="b", model=ScriptedModel(["it is warm"]), output_schema=Answer)
+    events = [e async for e in stream_agent.stream("weather?")]
+    end = events[-1]
+    assert isinstance(end, RunEnd)
+    assert end.is_abnormal is True
+    assert end.output is None
+    assert end.error is not None
+    assert "output_schema" in end.error
+
+
+async def test_g4_json_in_a_fenced_block_is_parsed() -> None:
+    text = 'Here it is:\n```json\n{"city": "Oslo", "temperature_c": 3}\n```'
+    agent = Agent(name="a", model=ScriptedModel([text]), output_schema=Answer, output_key="w")
+    result = await agent.run("weather?")
+    assert result.output == Answer(city="Oslo", temperature_c=3)
+    assert result.is_abnormal is False
+    assert result.error is None
+    assert result.events[-1].actions.state_delta["w_parsed"] == {"city": "Oslo", "temperature_c": 3}
+
+
+async def test_g4_an_unknown_tool_reaches_on_tool_error_as_tool_not_found() -> None:
+    seen: list[BaseException] = []
+
+    def on_error(tool: Any, args: Any, tool_context: ToolContext, error: Exception) -> None:
+        seen.append(error)
+
+    model = ScriptedModel([FunctionCall(name="no such tool", args={}), "sorry"])
+    agent = Agent(name="a", model=model, tools=[lookup], on_tool_error_callback=on_error)
+    events = await collect(Runner(agent=agent, app_name=APP), "go")
+    assert len(seen) == 1
+    assert isinstance(seen[0], rondo.ToolNotFoundError)
+    assert events[1].get_function_responses()[0].response == {
+        "error": "Tool 'no such tool' not found. Available tools: lookup"
+    }
+
+
+async def test_g4_a_result_that_is_not_json_is_a_tool_result_error() -> None:
+    seen: list[BaseException] = []
+
+    def gives_object() -> object:
+        """Returns something odd."""
+        return object()
+
+    model = ScriptedModel([FunctionCall(name="gives_object", args={}), "ok"])
+    agent = Agent(
+        name="a",
+        model=model,
+        tools=[gives_object],
+        on_tool_error_callback=lambda tool, args, tc, error: seen.append(error),
+    )
+    events = await collect(Runner(agent=agent, app_name=APP), "go")
+    assert [type(e) for e in seen] == [rondo.ToolResultError]
+    assert "JSON" in events[1].get_function_responses()[0].response["error"]
+
+
+async def test_g4_new_message_accepts_a_lone_part_and_refuses_other_types() -> None:
+    model = ScriptedModel(["hi", "again"])
+    runner = Runner(agent=Agent(name="a", model=model), app_name=APP)
+    await collect(runner, Part(text="hello"))
+    assert model.requests[0].contents[-1] == Content.user("hello")
+    with pytest.raises(rondo.InvalidMessageError, match="new_message"):
+        await collect(runner, 42)

@@ -251,7 +251,7 @@ async def test_p4_state_injection_in_static_strings():
         instruction=(
             "plain={plain} spaced={ plain } app={app:region} user={user:lang} temp={temp:mood} "
             "art={artifact.notes.txt} missing=[{nothing?}] missing_art=[{artifact.none.txt?}] "
-            'json={"a": 1} double={{plain}} words={a b}'
+            'json={"a": 1} double={{plain}} dollar=${plain} escaped=\\{plain} words={a b}'
         ),
         global_instruction="global sees {plain}",
     )
@@ -267,7 +267,8 @@ async def test_p4_state_injection_in_static_strings():
     assert "global sees P" in system
     assert (
         "plain=P spaced=P app=EU user=fr temp=calm art=ARTIFACT-TEXT missing=[] missing_art=[] "
-        'json={"a": 1} double={{plain}} words={a b}'
+        # As ADK: doubled braces resolve too; `$` or a backslash before a group keeps it.
+        'json={"a": 1} double=P dollar=${plain} escaped=\\{plain} words={a b}'
     ) in system
 
 

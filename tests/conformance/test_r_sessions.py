@@ -39,6 +39,7 @@ from rondo.artifacts import BaseArtifactService, FileArtifactService, InMemoryAr
 from rondo.errors import (
     InvalidArtifactNameError,
     InvalidIdError,
+    InvalidPageError,
     InvalidStateValueError,
     RondoError,
     SessionError,
@@ -509,6 +510,14 @@ async def test_r4_ids_that_are_not_ids_are_refused_the_same_way_on_every_store(
             assert isinstance(caught.value, ValueError)
     # Nothing was created by any of it: never a silent new random session.
     assert (await service.list_sessions(app_name=APP)).sessions == []
+
+
+async def test_r4_list_sessions_refuses_a_page_that_cannot_exist(backend: Backend) -> None:
+    service = backend.make()
+    with pytest.raises(InvalidPageError, match="page_token"):
+        await service.list_sessions(app_name=APP, page_token="not-a-token")
+    with pytest.raises(InvalidPageError, match="limit must be at least 1"):
+        await service.list_sessions(app_name=APP, limit=0)
 
 
 async def test_r4_ids_in_every_common_shape_are_accepted(backend: Backend) -> None:

@@ -14,6 +14,7 @@ from rondo.lifecycle import (
     ReasonDelta,
     ReasonEnd,
     RunEnd,
+    RunStart,
     TaskEvent,
     ToolCallEnd,
 )
@@ -291,3 +292,39 @@ async def test_c2_single_turn_agent_answers_in_text() -> None:
     assert [Part(text=f"write a haiku about rain\n\n{NO_REPLIES}")] == child_m.requests[0].contents[
         0
     ].parts
+
+
+async def test_v5_members_emit_their_own_start_and_no_end_of_their_own() -> None:
+    """Seed 002 §4.E: NodeStart → member RunStart → member events → NodeEnd; one RunEnd."""
+    for mode in ("sequential", "parallel", "supervisor"):
+        members = [
+            Agent(name="writer", model=ScriptedModel(["draft"])),
+            Agent(name="editor", model=ScriptedModel(["edited"])),
+        ]
+        model = None
+        if mode == "supervisor":
+            model = ScriptedModel(
+                [
+                    [
+                        FunctionCall(name="writer", args={"request": "write"}),
+                        FunctionCall(name="editor", args={"request": "edit"}),
+                    ],
+                    "done",
+                ]
+            )
+        team = Team(name="desk", members=members, mode=mode, model=model)  # type: ignore[arg-type]
+        events = await _stream(Runner(agent=team, app_name="app"), "go")
+        starts = [e for e in events if isinstance(e, RunStart)]
+        assert [(s.agent_name, s.node) for s in starts] == [
+            ("desk", None),
+            ("writer", "writer"),
+            ("editor", "editor"),
+        ], mode
+        assert [e for e in events if isinstance(e, RunEnd)] == [events[-1]], mode
+        for member in ("writer", "editor"):
+            kinds = [
+                e.type
+                for e in events
+                if getattr(e, "node", None) == member and e.type in ("node_start", "run_start")
+            ]
+            assert kinds == ["node_start", "run_start"], (mode, member)

@@ -10,6 +10,7 @@ import pytest
 from rondo import (
     Agent,
     ConfigurationError,
+    Content,
     DuplicateAgentNameError,
     Event,
     FunctionCall,
@@ -21,7 +22,7 @@ from rondo import (
     TransferError,
 )
 from rondo.models import ModelRequest
-from rondo.testing import ScriptedModel
+from rondo.testing import ScriptedModel, check_stream
 from rondo.tools import exit_loop
 
 
@@ -204,3 +205,33 @@ async def test_x3_next_message_goes_to_the_last_agent_that_may_transfer_back() -
     await _run(runner2, "first")
     events = await _run(runner2, "second")
     assert [e.author for e in events] == ["root2"]
+
+
+async def test_x2_a_before_agent_answer_ends_only_that_child_of_a_sequence() -> None:
+    """As in ADK: the callback's content is the child's answer; the next child runs."""
+    first = Agent(
+        name="first",
+        model=ScriptedModel([]),
+        before_agent_callback=lambda ctx: Content.model("answered by the callback"),
+    )
+    second_m = ScriptedModel(["second speaks"])
+    second = Agent(name="second", model=second_m)
+    seq = SequentialAgent(name="seq", sub_agents=[first, second])
+    events = await _run(Runner(agent=seq, app_name="app"), "go")
+    assert [(e.author, e.text) for e in events] == [
+        ("first", "answered by the callback"),
+        ("second", "second speaks"),
+    ]
+
+
+async def test_x2_a_loop_ended_by_exit_loop_has_a_valid_lifecycle_stream() -> None:
+    worker_m = ScriptedModel([FunctionCall(name="exit_loop"), "unused"])
+    worker = Agent(name="worker", model=worker_m, tools=[exit_loop])
+    after = Agent(name="after", model=ScriptedModel([]))  # would raise if it ran
+    loop = LoopAgent(name="loop", sub_agents=[worker, after], max_iterations=5)
+    runner = Runner(agent=loop, app_name="app")
+    events = [e async for e in runner.stream_async(user_id="u", session_id="s", new_message="go")]
+    check_stream(events)
+    kinds = [e.type for e in events]
+    assert kinds[-3:] == ["tool_call_end", "action_end", "run_end"]
+    assert worker_m.calls == 1

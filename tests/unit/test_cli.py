@@ -327,3 +327,53 @@ def test_sessions_persist_in_sqlite(tmp_path: Path) -> None:
     assert "I have seen 3 messages." in second[1]
     assert "--session s1 continues it" in second[1]
     assert db.is_file()
+
+
+BANK_AGENT = """
+from rondo import Agent, FunctionCall, FunctionTool
+from rondo.testing import ScriptedModel
+
+def pay(amount: int) -> dict:
+    \"\"\"Pays an amount.\"\"\"
+    return {"paid": amount}
+
+def answer(request):
+    result = request.contents[-1].parts[0].function_response.response
+    return f"done: {result}"
+
+root_agent = Agent(
+    name="bank",
+    model=ScriptedModel([FunctionCall(name="pay", args={"amount": 7}), answer] * 3),
+    tools=[FunctionTool(pay, require_confirmation=True)],
+)
+"""
+
+
+@pytest.mark.parametrize(
+    ("typed", "shown"),
+    [
+        ("a\n", "done: {'paid': 7}"),
+        ("r\ntoo much\n", "rejected by the user. Comment: too much"),
+        ("s\nby hand\n", "done: {'result': 'by hand'}"),
+    ],
+)
+def test_h3_a_paused_call_is_decided_in_the_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, typed: str, shown: str
+) -> None:
+    monkeypatch.setattr(app_module, "_stdin_is_tty", lambda: True)
+    agent = write(tmp_path / "bank.py", BANK_AGENT)
+    code, out, err = run(str(agent), "pay 7", "--db", "memory", input=typed)
+    assert code == 0, err
+    # The paused call is not shown as a call that ran and ended.
+    before = out.split("approve, reject or skip?")[0]
+    assert "⏸ waiting for: pay(amount=7)" in before
+    assert "← pay" not in before
+    assert shown in out
+
+
+def test_h3_a_pause_without_a_terminal_leaves_the_call_waiting(tmp_path: Path) -> None:
+    agent = write(tmp_path / "bank.py", BANK_AGENT)
+    code, out, err = run(str(agent), "pay 7", "--db", "memory")
+    assert code == 0, err
+    assert "⏸ waiting for: pay(amount=7)" in out
+    assert "← pay" not in out

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-import anthropic
 import pytest
 
-from rondo import Agent, Blob, Content, FunctionCall, FunctionResponse, Part, RunConfig, Runner
-from rondo.errors import ModelNotFoundError
-from rondo.models import FunctionDeclaration, GenerateConfig, ModelRequest, ModelResponse
-from rondo.models.anthropic import AnthropicModel, RetryPolicy
+from tests._require import require_module
 
-from ._http_fakes import Exchanges, broken_sse_reply, json_reply, sse_reply
+anthropic = require_module(
+    "anthropic", what="ANTHROPIC", install="pip install 'rondo-agents[anthropic]'"
+)
+
+from rondo import Agent, Blob, Content, FunctionCall, FunctionResponse, Part, RunConfig, Runner  # noqa: E402
+from rondo.errors import MissingAPIKeyError, ModelBadRequestError, ModelServerError  # noqa: E402
+from rondo.models import FunctionDeclaration, GenerateConfig, ModelRequest, ModelResponse  # noqa: E402
+from rondo.models.anthropic import AnthropicModel, RetryPolicy  # noqa: E402
+
+from ._http_fakes import Exchanges, broken_sse_reply, json_reply, sse_reply  # noqa: E402
 
 NO_WAIT = RetryPolicy(max_attempts=3, initial_delay=0.0, max_delay=0.0)
 
@@ -309,8 +314,10 @@ async def test_m5_refusal_stop_is_an_error_code_not_an_exception() -> None:
 async def test_m5_http_error_raises_without_retry() -> None:
     error = {"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}
     exchanges = Exchanges(json_reply(error, 400))
-    with pytest.raises(anthropic.BadRequestError):
+    with pytest.raises(ModelBadRequestError) as caught:
         await collect(model(exchanges), ask(), stream=False)
+    assert isinstance(caught.value.__cause__, anthropic.BadRequestError)
+    assert caught.value.status_code == 400
     assert len(exchanges.requests) == 1
 
 
@@ -410,8 +417,10 @@ async def test_a3_stream_error_event_after_output_raises_and_yields_no_aggregate
         async for response in model(exchanges).generate(ask(), stream=True):
             seen.append(response)
 
-    with pytest.raises(anthropic.APIStatusError, match="overloaded"):
+    with pytest.raises(ModelServerError, match="overloaded") as caught:
         await consume()
+    assert caught.value.retryable is True
+    assert isinstance(caught.value.__cause__, anthropic.APIStatusError)
     assert [r.partial for r in seen] == [True]
     assert len(exchanges.requests) == 1  # output was already out: never retried
 
@@ -449,7 +458,7 @@ def test_model_string_without_key_fails_when_the_agent_is_built(
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
-    with pytest.raises(ModelNotFoundError, match="ANTHROPIC_API_KEY"):
+    with pytest.raises(MissingAPIKeyError, match="ANTHROPIC_API_KEY"):
         Agent(name="assistant", model="anthropic:claude-sonnet-4-5")
 
 

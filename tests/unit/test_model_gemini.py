@@ -6,15 +6,20 @@ import base64
 from typing import Any
 
 import pytest
-from google.genai import errors
 
-from rondo import Agent, Blob, Content, FunctionCall, FunctionResponse, Part, RunConfig, Runner
-from rondo.errors import ModelNotFoundError
-from rondo.models import FunctionDeclaration, GenerateConfig, ModelRequest, ModelResponse
-from rondo.models._gemini_wire import clean_schema
-from rondo.models.gemini import GeminiModel, RetryPolicy
+from tests._require import require_module
 
-from ._http_fakes import Exchanges, broken_sse_reply, json_reply, sse_reply
+errors = require_module(
+    "google.genai.errors", what="GEMINI", install="pip install 'rondo-agents[gemini]'"
+)
+
+from rondo import Agent, Blob, Content, FunctionCall, FunctionResponse, Part, RunConfig, Runner  # noqa: E402
+from rondo.errors import MissingAPIKeyError, ModelBadRequestError  # noqa: E402
+from rondo.models import FunctionDeclaration, GenerateConfig, ModelRequest, ModelResponse  # noqa: E402
+from rondo.models._gemini_wire import clean_schema  # noqa: E402
+from rondo.models.gemini import GeminiModel, RetryPolicy  # noqa: E402
+
+from ._http_fakes import Exchanges, broken_sse_reply, json_reply, sse_reply  # noqa: E402
 
 NO_WAIT = RetryPolicy(max_attempts=3, initial_delay=0.0, max_delay=0.0)
 
@@ -342,8 +347,10 @@ async def test_max_tokens_is_a_finish_reason_not_an_error() -> None:
 async def test_m5_http_error_raises_without_retry() -> None:
     error = {"error": {"code": 400, "message": "bad request", "status": "INVALID_ARGUMENT"}}
     exchanges = Exchanges(json_reply(error, 400))
-    with pytest.raises(errors.ClientError, match="bad request"):
+    with pytest.raises(ModelBadRequestError, match="bad request") as caught:
         await collect(model(exchanges), ask(), stream=False)
+    assert isinstance(caught.value.__cause__, errors.ClientError)
+    assert caught.value.status_code == 400
     assert len(exchanges.requests) == 1
 
 
@@ -461,7 +468,7 @@ def test_model_string_without_key_fails_when_the_agent_is_built(
 ) -> None:
     for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
         monkeypatch.delenv(name, raising=False)
-    with pytest.raises(ModelNotFoundError, match="GEMINI_API_KEY"):
+    with pytest.raises(MissingAPIKeyError, match="GEMINI_API_KEY"):
         Agent(name="assistant", model="gemini:gemini-2.5-flash")
 
 

@@ -7,16 +7,28 @@ import subprocess
 import sys
 from typing import Any
 
-import httpx2
-import openai
 import pytest
 
-from rondo import Agent, Blob, Content, FunctionCall, FunctionResponse, Part, RunConfig, Runner
-from rondo.errors import ModelNotFoundError
-from rondo.models import FunctionDeclaration, GenerateConfig, ModelRequest, ModelResponse
-from rondo.models.openai import OpenAIModel, RetryPolicy
+from tests._require import require_module
 
-from ._http_fakes import Exchanges, broken_sse_reply, json_reply, sse_reply
+httpx2 = require_module("httpx2", what="OPENAI", install="pip install 'rondo-agents[openai]'")
+openai = require_module("openai", what="OPENAI", install="pip install 'rondo-agents[openai]'")
+
+from rondo import Agent, Blob, Content, FunctionCall, FunctionResponse, Part, RunConfig, Runner  # noqa: E402
+from rondo.errors import (  # noqa: E402
+    MissingAPIKeyError,
+    ModelAuthError,
+    ModelBadRequestError,
+    ModelConnectionError,
+    ModelError,
+    ModelNotFoundError,
+    ModelRateLimitError,
+    ModelServerError,
+)
+from rondo.models import FunctionDeclaration, GenerateConfig, ModelRequest, ModelResponse  # noqa: E402
+from rondo.models.openai import OpenAIModel, RetryPolicy  # noqa: E402
+
+from ._http_fakes import Exchanges, broken_sse_reply, json_reply, sse_reply  # noqa: E402
 
 NO_WAIT = RetryPolicy(max_attempts=3, initial_delay=0.0, max_delay=0.0)
 
@@ -316,13 +328,37 @@ async def test_m5_malformed_tool_arguments_are_an_error_code_and_no_call() -> No
     assert response.content is None
 
 
-async def test_m5_http_error_raises_the_sdk_exception_without_retry() -> None:
+async def test_g4_http_error_raises_a_model_error_caused_by_the_sdk_exception() -> None:
     exchanges = Exchanges(
         json_reply({"error": {"message": "bad model", "type": "invalid_request_error"}}, 400)
     )
-    with pytest.raises(openai.BadRequestError, match="bad model"):
+    with pytest.raises(ModelBadRequestError, match="bad model") as caught:
         await collect(model(exchanges), ask(), stream=False)
+    assert isinstance(caught.value.__cause__, openai.BadRequestError)
+    assert (caught.value.status_code, caught.value.retryable) == (400, False)
     assert len(exchanges.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "retryable"),
+    [
+        (401, ModelAuthError, False),
+        (403, ModelAuthError, False),
+        (404, ModelBadRequestError, False),
+        (429, ModelRateLimitError, True),
+        (500, ModelServerError, True),
+        (503, ModelServerError, True),
+    ],
+)
+async def test_g4_each_status_maps_to_its_model_error(
+    status: int, kind: type[ModelError], retryable: bool
+) -> None:
+    exchanges = Exchanges(*(json_reply({"error": {"message": "no"}}, status) for _ in range(3)))
+    with pytest.raises(kind) as caught:
+        await collect(model(exchanges, retry=RetryPolicy(max_attempts=1)), ask(), stream=False)
+    assert caught.value.status_code == status
+    assert caught.value.retryable is retryable
+    assert isinstance(caught.value.__cause__, openai.APIStatusError)
 
 
 # -- streaming ----------------------------------------------------------------------------------
@@ -471,7 +507,7 @@ async def test_a3_stream_that_breaks_after_output_yields_no_aggregate_and_is_not
         async for response in model(exchanges).generate(ask(), stream=True):
             seen.append(response)
 
-    with pytest.raises(openai.APIConnectionError):  # the SDK wraps the reset
+    with pytest.raises(ModelConnectionError):  # the SDK wraps the reset
         await consume()
     assert [r.partial for r in seen] == [True]
     assert len(exchanges.requests) == 1
@@ -505,14 +541,16 @@ async def test_rate_limit_and_server_errors_are_retried() -> None:
 
 async def test_connection_errors_are_retried_up_to_max_attempts() -> None:
     exchanges = Exchanges(*(httpx2.ConnectError("refused") for _ in range(3)))
-    with pytest.raises(openai.APIConnectionError):
+    with pytest.raises(ModelConnectionError) as caught:
         await collect(model(exchanges), ask(), stream=False)
+    assert caught.value.retryable is True
+    assert isinstance(caught.value.__cause__, openai.APIConnectionError)
     assert len(exchanges.requests) == 3
 
 
 async def test_retry_policy_with_one_attempt_disables_retries() -> None:
     exchanges = Exchanges(json_reply({"error": {"message": "busy"}}, 503))
-    with pytest.raises(openai.InternalServerError):
+    with pytest.raises(ModelServerError):
         await collect(model(exchanges, retry=RetryPolicy(max_attempts=1)), ask(), stream=False)
     assert len(exchanges.requests) == 1
 
@@ -525,8 +563,10 @@ def test_model_string_without_key_fails_when_the_agent_is_built(
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    with pytest.raises(ModelNotFoundError, match="OPENAI_API_KEY"):
+    with pytest.raises(MissingAPIKeyError, match="OPENAI_API_KEY") as caught:
         Agent(name="assistant", model="openai:gpt-4o-mini")
+    assert caught.value.variables == ("OPENAI_API_KEY",)
+    assert not isinstance(caught.value, ModelNotFoundError)
 
 
 def test_model_string_reads_key_and_base_url_from_the_environment(

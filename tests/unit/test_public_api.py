@@ -90,3 +90,126 @@ def test_every_framework_error_derives_from_rondo_error() -> None:
 
     for name in rondo.errors.__all__:
         assert issubclass(getattr(rondo.errors, name), rondo.RondoError), name
+
+
+# Pinned exactly (as httpx pins its exports): adding or removing a public name is a decision
+# made here, in one place, never by accident.
+EXACT_ROOT = [
+    "Agent",
+    "AgentTool",
+    "BaseAgent",
+    "BaseSessionService",
+    "BaseTool",
+    "BaseToolset",
+    "Blob",
+    "CallbackContext",
+    "ConfigurationError",
+    "Content",
+    "ContentsError",
+    "DuplicateAgentNameError",
+    "Event",
+    "EventActions",
+    "FunctionCall",
+    "FunctionResponse",
+    "FunctionTool",
+    "Graph",
+    "Harness",
+    "InMemorySessionService",
+    "InstructionError",
+    "InvalidArtifactNameError",
+    "InvalidCallbackError",
+    "InvalidIdError",
+    "InvalidMessageError",
+    "InvalidPageError",
+    "InvalidStateValueError",
+    "InvocationContext",
+    "ListSessionsResponse",
+    "LlmAgent",
+    "LlmCallsLimitExceeded",
+    "LongRunningFunctionTool",
+    "LoopAgent",
+    "MissingAPIKeyError",
+    "ModelAuthError",
+    "ModelBadRequestError",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelNotFoundError",
+    "ModelRateLimitError",
+    "ModelResponseError",
+    "ModelServerError",
+    "ModelTimeoutError",
+    "OutputValidationError",
+    "ParallelAgent",
+    "Part",
+    "PendingCall",
+    "Plugin",
+    "ReadOnlyStateError",
+    "ReadonlyContext",
+    "RondoError",
+    "RunConfig",
+    "RunResult",
+    "Runner",
+    "SchemaVersionError",
+    "ScriptExhaustedError",
+    "SequentialAgent",
+    "Session",
+    "SessionError",
+    "SessionExistsError",
+    "SessionNotFoundError",
+    "SqlSessionService",
+    "StaleSessionError",
+    "Team",
+    "ToolArgumentsError",
+    "ToolConfirmation",
+    "ToolContext",
+    "ToolDefinitionError",
+    "ToolError",
+    "ToolNotFoundError",
+    "ToolResultError",
+    "TransferError",
+    "Usage",
+    "__version__",
+    "tool",
+]
+
+EXACT_LIFECYCLE = [
+    "ActionEnd",
+    "ActionStart",
+    "ContextSize",
+    "HITLDecided",
+    "HITLPending",
+    "LifecycleEvent",
+    "NodeEnd",
+    "NodeStart",
+    "PendingCall",
+    "PlanUpdate",
+    "ReasonDelta",
+    "ReasonEnd",
+    "ReasonStart",
+    "RunEnd",
+    "RunMetrics",
+    "RunStart",
+    "SCHEMA_VERSION",
+    "TaskEvent",
+    "ToolCallEnd",
+    "ToolCallProgress",
+    "ToolCallStart",
+    "json_schema",
+    "parse_lifecycle_event",
+    "to_json",
+    "to_sse",
+]
+
+
+def test_root_all_is_pinned_exactly() -> None:
+    assert sorted(rondo.__all__) == EXACT_ROOT
+    assert len(set(rondo.__all__)) == len(rondo.__all__)
+    assert dir(rondo) == rondo.__all__
+    for name in EXACT_ROOT:
+        assert getattr(rondo, name) is not None, name
+
+
+def test_lifecycle_all_is_pinned_exactly() -> None:
+    assert sorted(rondo.lifecycle.__all__) == EXACT_LIFECYCLE
+    for name in EXACT_LIFECYCLE:
+        assert getattr(rondo.lifecycle, name) is not None, name

@@ -6,10 +6,13 @@ from collections.abc import AsyncGenerator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
-import httpx2
 import pytest
 
-from rondo.models._retry import (
+from tests._require import require_module
+
+httpx2 = require_module("httpx2", what="OPENAI", install="pip install 'rondo-agents[openai]'")
+
+from rondo.models._retry import (  # noqa: E402
     RetryPolicy,
     is_transient_status,
     is_transport_error,

@@ -347,15 +347,6 @@ async def test_a_handle_known_stale_is_refused_without_a_round_trip(tmp_path: Pa
     await service.close()
 
 
-async def test_list_sessions_refuses_bad_arguments(tmp_path: Path) -> None:
-    service = sqlite_service(tmp_path)
-    with pytest.raises(ValueError, match="page_token"):
-        await service.list_sessions(app_name="a", page_token="not-a-token")
-    with pytest.raises(ValueError, match="limit"):
-        await service.list_sessions(app_name="a", limit=0)
-    await service.close()
-
-
 # -- SQLite locking and durability -------------------------------------------------------------
 
 

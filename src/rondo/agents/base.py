@@ -7,13 +7,15 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from rondo._callbacks import Callbacks, first_result, normalize_callbacks
-from rondo.context import CallbackContext, InvocationContext
-from rondo.errors import ConfigurationError, DuplicateAgentNameError
-from rondo.events import Event
-from rondo.types import Content
+from rondo.errors import ConfigurationError, DuplicateAgentNameError, InvalidCallbackError
 
+# Records, contexts and lifecycle events load when an agent first runs: importing the agent
+# classes stays cheap (no pydantic models, no asyncio).
 if TYPE_CHECKING:
+    from rondo.context import CallbackContext, InvocationContext
+    from rondo.events import Event
     from rondo.lifecycle import LifecycleEvent
+    from rondo.types import Content
 
     Item = Event | LifecycleEvent
 else:
@@ -127,11 +129,13 @@ class BaseAgent:
         legacy = getattr(self, "_run_async_impl", None)
         if legacy is not None:
             return legacy(ctx)
-        raise NotImplementedError(f"{type(self).__name__} must implement _run_impl")
+        raise ConfigurationError(f"{type(self).__name__} must implement _run_impl")
 
     def _callback_event(
         self, ctx: InvocationContext, cb_ctx: CallbackContext, content: Any
     ) -> Event:
+        from rondo.events import Event
+
         return Event(
             author=self.name,
             invocation_id=ctx.invocation_id,
@@ -146,6 +150,8 @@ class BaseAgent:
         plugins = ctx.plugins
         if not self.before_agent_callbacks and not plugins.has("before_agent"):
             return None
+        from rondo.context import CallbackContext
+
         cb_ctx = CallbackContext(ctx)
         content = await plugins.run("before_agent", cb_ctx)
         if content is None:
@@ -161,6 +167,8 @@ class BaseAgent:
         plugins = ctx.plugins
         if not self.after_agent_callbacks and not plugins.has("after_agent"):
             return None
+        from rondo.context import CallbackContext
+
         cb_ctx = CallbackContext(ctx)
         content = await plugins.run("after_agent", cb_ctx)
         if content is None:
@@ -176,8 +184,10 @@ class BaseAgent:
 
 
 def _as_content(value: Any) -> Content:
+    from rondo.types import Content
+
     if isinstance(value, Content):
         return value
     if isinstance(value, str):
         return Content.model(value)
-    raise TypeError(f"an agent callback must return Content, str or None, got {value!r}")
+    raise InvalidCallbackError(f"an agent callback must return Content, str or None, got {value!r}")

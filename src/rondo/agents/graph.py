@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import AsyncGenerator, Callable, Sequence
-from contextlib import aclosing, suppress
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -245,8 +245,7 @@ class Graph(BaseAgent):
                 yield item
         parse = getattr(agent, "parse_output", None)
         if parse is not None and getattr(agent, "output_schema", None) is not None and final:
-            with suppress(ValueError):
-                final = parse(final)
+            final = parse(final)  # an answer that does not fit ends the run (G4)
         result.append(final)
 
     def _interrupt(

@@ -2,31 +2,35 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from pydantic import TypeAdapter
-
 from rondo._callbacks import Callbacks, normalize_callbacks
 from rondo.agents.base import BaseAgent, Item
-from rondo.errors import ConfigurationError, InvalidCallbackError
-from rondo.events import Event
-from rondo.models.base import GenerateConfig, Model
-from rondo.models.registry import resolve_model
-from rondo.tools.base import BaseTool, BaseToolset
-from rondo.tools.function import as_tool
+from rondo.errors import ConfigurationError, InvalidCallbackError, OutputValidationError
 
+# Models, tools and pydantic load when an agent is built, not when the class is imported
+# (`from rondo import Agent` stays cheap: issue 8).
 if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
     from rondo.context import InvocationContext
+    from rondo.events import Event
     from rondo.lifecycle import LifecycleEvent
+    from rondo.models.base import GenerateConfig, Model
     from rondo.run_config import RunConfig
     from rondo.runner import RunResult
+    from rondo.tools.base import BaseTool, BaseToolset
 
 __all__ = ["Agent", "InstructionProvider", "LlmAgent"]
 
 InstructionProvider = Callable[..., Any]
 Mode = Literal["chat", "task", "single_turn"]
+
+# A JSON answer a model wrapped in a Markdown code fence.
+_FENCED_JSON = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)\n?[ \t]*```", re.S)
 
 
 class Agent(BaseAgent):
@@ -68,6 +72,11 @@ class Agent(BaseAgent):
             before_agent_callback=before_agent_callback,
             after_agent_callback=after_agent_callback,
         )
+        from rondo.models.base import GenerateConfig, Model
+        from rondo.models.registry import resolve_model
+        from rondo.tools.base import BaseTool, BaseToolset
+        from rondo.tools.function import as_tool
+
         if isinstance(model, str):
             model = resolve_model(model)
         elif model is not None and not isinstance(cast(Any, model), Model):
@@ -100,6 +109,8 @@ class Agent(BaseAgent):
         self.output_schema = output_schema
         self._output_adapter: TypeAdapter[Any] | None = None
         if output_schema is not None:
+            from pydantic import TypeAdapter
+
             try:
                 self._output_adapter = TypeAdapter(output_schema)
                 self._output_json_schema = self._output_adapter.json_schema()
@@ -153,9 +164,35 @@ class Agent(BaseAgent):
         return self._output_json_schema if self._output_adapter is not None else None
 
     def parse_output(self, text: str) -> Any:
-        """Validate a final answer against `output_schema` (raises pydantic's ValidationError)."""
-        assert self._output_adapter is not None
-        return self._output_adapter.validate_json(text)
+        """The final answer validated against `output_schema`. JSON in a fenced block
+        (```json ... ```) is read too; an answer that does not fit raises
+        `OutputValidationError` (never passed off as the result)."""
+        from pydantic import ValidationError
+
+        adapter = self._output_adapter
+        if adapter is None:
+            raise ConfigurationError(f"agent {self.name!r} has no output_schema")
+        candidates = [text]
+        fenced = _FENCED_JSON.search(text)
+        if fenced is not None:
+            candidates.append(fenced.group(1))
+        problem: ValidationError | None = None
+        for candidate in candidates:
+            try:
+                return adapter.validate_json(candidate)
+            except ValidationError as exc:
+                problem = problem or exc
+        if self._output_json_schema.get("type") == "string":
+            return adapter.validate_python(text)  # a plain-text answer to a string schema
+        assert problem is not None
+        details = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'answer'}: {err['msg']}"
+            for err in problem.errors()[:5]
+        )
+        raise OutputValidationError(
+            f"the answer of agent {self.name!r} does not match its output_schema ({details})",
+            text=text,
+        ) from problem
 
     # -- running ------------------------------------------------------------------------------
 
@@ -177,9 +214,9 @@ class Agent(BaseAgent):
         delta = {**event.actions.state_delta, key: text}
         if self._output_adapter is not None:
             try:
-                parsed = self._output_adapter.validate_json(text)
-            except ValueError:
-                pass
+                parsed = self.parse_output(text)
+            except OutputValidationError:
+                pass  # the run reports it (RunResult.error); the text is still saved
             else:
                 delta[f"{key}_parsed"] = self._output_adapter.dump_python(parsed, mode="json")
         actions = event.actions.model_copy(update={"state_delta": delta})

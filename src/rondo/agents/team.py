@@ -6,9 +6,11 @@
   and writes the final answer.
 
 In the lifecycle view each member's work is framed by `NodeStart`/`NodeEnd` (carrying the
-team's run id and name), and every event a member produces carries its `node` — parallel
-members are attributable without guessing (V2, beyond). The supervisor's own events carry the
-node `"supervisor"`.
+team's run id and name). Inside, as Solon's members do (seed 002 §4.E), a member emits its own
+`RunStart` (its name) and its process events, but no end event of its own: the team's
+`NodeEnd` closes it. Every event a member produces carries its `node` — parallel members are
+attributable without guessing (V2, beyond). The supervisor's own events carry the node
+`"supervisor"`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from rondo.agents.workflow import child_branch
 from rondo.context import InvocationContext
 from rondo.errors import ConfigurationError, ToolArgumentsError
 from rondo.events import Event
-from rondo.lifecycle import NodeEnd, NodeStart
+from rondo.lifecycle import NodeEnd, NodeStart, RunStart
 from rondo.models.base import FunctionDeclaration, Model
 from rondo.tools.base import BaseTool
 from rondo.types import Content
@@ -40,6 +42,17 @@ SUPERVISOR_NODE = "supervisor"
 
 def _node_start(ctx: InvocationContext, team: str, node: str) -> NodeStart:
     return NodeStart(run_id=ctx.run_id, invocation_id=ctx.invocation_id, agent_name=team, node=node)
+
+
+def _member_start(ctx: InvocationContext, member: str) -> RunStart:
+    return RunStart(
+        run_id=ctx.run_id,
+        invocation_id=ctx.invocation_id,
+        agent_name=member,
+        node=member,
+        session_id=ctx.session.id,
+        user_id=ctx.user_id,
+    )
 
 
 def _node_end(ctx: InvocationContext, team: str, node: str, text: str) -> NodeEnd:
@@ -100,6 +113,7 @@ class _MemberTool(BaseTool):
         ctx.sink = None
         ctx.user_content = Content.user(request)
         tool_context.emit(_node_start(parent, self._team, self.member.name))
+        tool_context.emit(_member_start(parent, self.member.name))
         final = _FinalText()
         async with aclosing(self.member.run_async(ctx)) as items:
             async for item in items:
@@ -166,6 +180,7 @@ class Team(BaseAgent):
         for member in self.members:
             if ctx.observe:
                 yield _node_start(ctx, self.name, member.name)
+                yield _member_start(ctx, member.name)
             final = _FinalText()
             async with aclosing(
                 member.run_async(ctx.for_agent(ctx.agent, node=member.name))
@@ -192,6 +207,7 @@ class Team(BaseAgent):
         if ctx.observe:
             for member in self.members:
                 yield _node_start(ctx, self.name, member.name)
+                yield _member_start(ctx, member.name)
         async with aclosing(interleave(runs)) as items:
             async for index, item in items:
                 member = self.members[index]

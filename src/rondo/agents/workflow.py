@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rondo.agents._concurrent import DONE, interleave
 from rondo.agents.base import BaseAgent, Item
-from rondo.context import InvocationContext
 from rondo.errors import ConfigurationError
-from rondo.events import Event
+
+if TYPE_CHECKING:
+    from rondo.context import InvocationContext
 
 __all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent"]
 
@@ -39,6 +39,8 @@ class ParallelAgent(BaseAgent):
     """
 
     async def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
+        from rondo.agents._concurrent import DONE, interleave
+
         runs = [
             (sub, ctx.for_agent(ctx.agent, branch=child_branch(ctx.branch, self.name, sub.name)))
             for sub in self.sub_agents
@@ -50,7 +52,11 @@ class ParallelAgent(BaseAgent):
 
 
 class LoopAgent(BaseAgent):
-    """Runs its sub-agents in order, repeatedly, until an event escalates or `max_iterations`."""
+    """Runs its sub-agents in order, repeatedly, until an event escalates or `max_iterations`.
+
+    The sub-agent whose event escalated finishes its run (as in ADK) — with `exit_loop`, which
+    also sets `skip_summarization`, that is right after the tool step, so its lifecycle stream
+    closes normally — and no later sub-agent or iteration starts."""
 
     def __init__(self, *, max_iterations: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -59,6 +65,8 @@ class LoopAgent(BaseAgent):
         self.max_iterations = max_iterations
 
     async def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
+        from rondo.events import Event
+
         iteration = 0
         while self.max_iterations is None or iteration < self.max_iterations:
             iteration += 1
@@ -69,6 +77,5 @@ class LoopAgent(BaseAgent):
                         yield item
                         if isinstance(item, Event) and item.actions.escalate:
                             escalated = True
-                            break
                 if escalated or ctx.end_invocation:
                     return

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from rondo.artifacts._names import check_name, decode_segment, encode_segment, is_user_scoped
 from rondo.artifacts.base import BaseArtifactService
+from rondo.errors import InvalidArtifactNameError
 from rondo.types import Part
 
 __all__ = ["FileArtifactService"]
@@ -52,7 +53,7 @@ class FileArtifactService(BaseArtifactService):
         path = self._scope_dir(app_name, user_id, session_id, filename) / encode_segment(filename)
         # Belt and braces: the encoding already makes this impossible.
         if not path.is_relative_to(self.root):  # pragma: no cover
-            raise AssertionError(f"artifact path {path} escapes {self.root}")
+            raise InvalidArtifactNameError(f"artifact path {path} escapes {self.root}")
         return path
 
     @staticmethod

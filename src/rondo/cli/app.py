@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import uuid
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from rondo._version import __version__
-from rondo.cli.loading import CliError, load_agent, open_session_service, override_model
+from rondo.cli.cassettes import CliCassette, RecordOption, ReplayOption
+from rondo.cli.eval import eval_command
+from rondo.cli.loading import CliError, open_session_service
 from rondo.cli.render import JsonLinesRenderer, LiveRenderer
 from rondo.errors import RondoError
+from rondo.events import PendingCall
+from rondo.lifecycle import RunEnd
+from rondo.types import Content, Part
 
 if TYPE_CHECKING:
     from rondo.agents.base import BaseAgent
@@ -71,18 +77,68 @@ class _Session:
         self.runner = Runner(agent=agent, app_name=agent.name, session_service=service)
 
     async def send(self, message: str) -> None:
+        """Run `message`; in a terminal, a run that pauses on calls waiting for a human asks
+        for each decision and resumes with it (H3), until the run ends."""
+        answer: str | Content | None = message
+        while answer is not None:
+            pending = await self._run(answer)
+            answer = None
+            if pending and not self.jsonl and _stdin_is_tty():
+                answer = await self._decide(pending)
+
+    async def _run(self, message: str | Content) -> list[PendingCall]:
+        """Render one run; returns the calls it left waiting."""
         renderer = (
             JsonLinesRenderer(self.out) if self.jsonl else LiveRenderer(self.out, self.agent.name)
         )
         stream = self.runner.stream_async(
             user_id=_USER_ID, session_id=self.session_id, new_message=message
         )
+        pending: list[PendingCall] = []
         try:
             async for event in stream:
                 renderer.show(event)
+                if isinstance(event, RunEnd):
+                    pending = event.pending
         finally:
             await stream.aclose()
             renderer.close()
+        return pending
+
+    async def _decide(self, pending: list[PendingCall]) -> Content | None:
+        """Ask for a decision on each waiting call; None leaves them waiting."""
+        parts: list[Part] = []
+        for call in pending:
+            shown = escape(_call_text(call))
+            if call.kind == "confirmation":
+                prompt = (
+                    f"[yellow]{shown}[/] — [bold]a[/]pprove, [bold]r[/]eject or [bold]s[/]kip? "
+                )
+                choice = (await self._ask(prompt)).strip().lower()[:1]
+                if choice == "a":
+                    parts.append(call.approve())
+                elif choice == "r":
+                    comment = (await self._ask("[dim]why (optional)?[/] ")).strip()
+                    parts.append(call.reject(comment or None))
+                elif choice == "s":
+                    note = (await self._ask("[dim]what to record as its result?[/] ")).strip()
+                    parts.append(call.skip(note or None))
+            else:
+                raw = (
+                    await self._ask(f"[yellow]{shown}[/] — its result (JSON, empty: wait)? ")
+                ).strip()
+                if raw:
+                    parts.append(call.respond(_as_result(raw)))
+        if not parts:
+            self.out.print(f"[dim]still waiting; --session {self.session_id} continues it[/]")
+            return None
+        return Content(role="user", parts=parts)
+
+    async def _ask(self, prompt: str) -> str:
+        try:
+            return await asyncio.to_thread(self.out.input, prompt)
+        except EOFError:
+            return ""
 
     async def close(self) -> None:
         await self.service.close()
@@ -130,6 +186,20 @@ def _stdin_is_tty() -> bool:
     return sys.stdin.isatty()
 
 
+def _call_text(call: PendingCall) -> str:
+    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in call.args.items())
+    return f"{call.tool_name}({args})"
+
+
+def _as_result(raw: str) -> dict[str, Any]:
+    """A typed result: a JSON object as it is, anything else under "result"."""
+    try:
+        value: Any = json.loads(raw)
+    except ValueError:
+        value = raw
+    return value if isinstance(value, dict) else {"result": value}  # pyright: ignore[reportUnknownVariableType]
+
+
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
@@ -161,15 +231,14 @@ def run(
         str | None,
         typer.Option("--model", help="Model string overriding the agent's, e.g. local:smollm2."),
     ] = None,
+    record: RecordOption = None,
+    replay: ReplayOption = None,
 ) -> None:
     """Run a message through an agent (`root_agent`), or chat with it."""
     errors = Console(stderr=True, soft_wrap=True, highlight=False)
     try:
-        agent = load_agent(path)
-        if model is not None:
-            from rondo.models.registry import resolve_model
-
-            override_model(agent, resolve_model(model))
+        cassette = CliCassette(record=record, replay=replay)
+        agent = cassette.load_agent(path, model)
         interactive = message is None and _stdin_is_tty() and not jsonl
         if message is None and not interactive:
             message = sys.stdin.read().strip()
@@ -181,6 +250,7 @@ def run(
             asyncio.run(_chat(chat, errors))
         else:
             asyncio.run(_one_message(chat, message))
+        cassette.finish()
     except (CliError, RondoError) as exc:
         shown = str(exc) if isinstance(exc, CliError) else _describe(exc)
         errors.print(f"[red]error:[/] {escape(shown)}")
@@ -188,6 +258,9 @@ def run(
     except KeyboardInterrupt:
         errors.print("[yellow]interrupted[/]")
         raise typer.Exit(130) from None
+
+
+app.command("eval")(eval_command)
 
 
 def main() -> None:

@@ -174,14 +174,15 @@ async def run_call(
         function_call=call,
         reason_id=reason_id,
     )
-    tool = tools.get(call.name)
-    if prefilled is not None or tool is None:
+    if prefilled is not None:
         await tctx.mark_started()
-        if prefilled is not None:
-            return CallOutcome(call, prefilled, actions, None, 0.0)
-        available = ", ".join(sorted(tools)) or "none"
-        error = f"Tool '{call.name}' not found. Available tools: {available}"
-        return CallOutcome(call, {"error": error}, actions, error, _ms(started))
+        return CallOutcome(call, prefilled, actions, None, 0.0)
+    tool: BaseTool | None = tools.get(call.name)
+    known = tool is not None
+    if tool is None:
+        # T3: the hooks still have their say (a before_tool may answer, an on_tool_error
+        # may recover); the after_tool hooks do not run for a tool that does not exist.
+        tool = _UnknownTool(call.name, tools)
     # The hooks and the tool get their own copy: editing it never changes the stored call.
     args = _copy_json(call.args)
     try:
@@ -191,8 +192,22 @@ async def run_call(
         raise
     if how == "delayed":
         return CallOutcome(call, None, actions, None, _ms(started))
-    result, error = await _after_tool(agent, ctx, tool, args, tctx, result, error)
+    if known:
+        result, error = await _after_tool(agent, ctx, tool, args, tctx, result, error)
     return CallOutcome(call, result, actions, error, _ms(started), paused=how == "paused")
+
+
+class _UnknownTool(BaseTool):
+    """What the hooks see for a call to a tool the agent does not have."""
+
+    def __init__(self, name: str, tools: dict[str, Any]) -> None:
+        # No name check: the model may invent any name, and it is reported as it came.
+        self.name = name
+        self.description = ""
+        self._available = ", ".join(sorted(tools)) or "none"
+
+    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+        raise ToolNotFoundError(f"Tool '{self.name}' not found. Available tools: {self._available}")
 
 
 def _ms(started: float) -> float:

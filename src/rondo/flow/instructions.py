@@ -1,8 +1,10 @@
 """State injection into instruction templates (SPEC P4).
 
 `{key}`, `{ key }`, `{app:key}`, `{user:key}`, `{temp:key}`, `{artifact.name}`, each optionally
-with a trailing `?` (empty when missing). A brace group that is not such a name — JSON, `{{x}}`,
-`{a b}` — is left exactly as written. Values are inserted once and never re-expanded.
+with a trailing `?` (empty when missing). As in ADK, a group may have several braces on either
+side (`{{key}}` is `{key}`; all its braces are replaced), and a group preceded by `$`, `{` or
+a backslash is not one. A group whose content is not such a name — JSON, `{a b}` — is left exactly as
+written. Values are inserted once and never re-expanded.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["inject_session_state"]
 
-_GROUP = re.compile(r"(?<!\{)\{([^{}]*)\}(?!\})")
+_GROUP = re.compile(r"(?<![${\\])\{+([^{}]*)\}+")
 _PREFIXES = ("app:", "user:", "temp:")
 
 
@@ -40,7 +42,7 @@ async def inject_session_state(template: str, ctx: InvocationContext) -> str:
         name = match.group(1).strip()
         optional = name.endswith("?")
         if optional:
-            name = name[:-1].strip()
+            name = name[:-1]
         replacement: str | None
         if name.startswith("artifact.") and len(name) > len("artifact."):
             replacement = await _artifact_text(ctx, name[len("artifact.") :], optional)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from rondo._callbacks import first_result
 from rondo._ids import new_client_call_id
-from rondo.errors import LlmCallsLimitExceeded
+from rondo.errors import InvalidCallbackError, LlmCallsLimitExceeded
 from rondo.models.base import ModelRequest, ModelResponse
 from rondo.types import Content
 
@@ -46,7 +46,9 @@ def _as_response(value: Any, hook: str) -> ModelResponse:
         return value
     if isinstance(value, str):
         return ModelResponse(content=Content.model(value))
-    raise TypeError(f"{hook} must return a ModelResponse or None, got {type(value).__name__}")
+    raise InvalidCallbackError(
+        f"{hook} must return a ModelResponse or None, got {type(value).__name__}"
+    )
 
 
 async def _after_model(

@@ -18,6 +18,8 @@ from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
+from rondo.errors import ConfigurationError
+
 __all__ = [
     "RetryPolicy",
     "is_transient_status",
@@ -53,13 +55,13 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
-            raise ValueError("RetryPolicy.max_attempts must be at least 1")
+            raise ConfigurationError("RetryPolicy.max_attempts must be at least 1")
         if self.initial_delay < 0 or self.max_delay < 0:
-            raise ValueError("RetryPolicy delays must not be negative")
+            raise ConfigurationError("RetryPolicy delays must not be negative")
         if self.multiplier < 1:
-            raise ValueError("RetryPolicy.multiplier must be at least 1")
+            raise ConfigurationError("RetryPolicy.multiplier must be at least 1")
         if not 0 <= self.jitter <= 1:
-            raise ValueError("RetryPolicy.jitter must be between 0 and 1")
+            raise ConfigurationError("RetryPolicy.jitter must be between 0 and 1")
 
     def delay(
         self,

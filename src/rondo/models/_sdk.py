@@ -8,8 +8,9 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import ClassVar, Generic, TypeVar
 
-from rondo.models._retry import RetryPolicy, retry_stream
-from rondo.models._shared import PerLoop
+from rondo.errors import ModelConnectionError, ModelError, ModelTimeoutError, RondoError
+from rondo.models._retry import RetryPolicy, is_transport_error, retry_stream
+from rondo.models._shared import PerLoop, error_for_status
 from rondo.models.base import ModelRequest, ModelResponse
 
 __all__ = ["SdkModel"]
@@ -56,9 +57,51 @@ class SdkModel(abc.ABC, Generic[ClientT]):
             retry_after=self._retry_after,
             describe=f"{self.provider}:{self.name}",
         )
-        async with aclosing(responses):
-            async for response in responses:
-                yield response
+        try:
+            async with aclosing(responses):
+                async for response in responses:
+                    yield response
+        except RondoError:
+            raise
+        except Exception as exc:
+            raise self.model_error(exc) from exc
+
+    def model_error(self, exc: Exception) -> ModelError:
+        """The `ModelError` subclass a provider failure maps to (G4): by HTTP status, or a
+        timeout / connection failure; the SDK's exception becomes the `__cause__`."""
+        status = self._status_of(exc)
+        kind = self._failure_kind(exc)
+        if kind is None:
+            if status is not None:
+                kind = error_for_status(status)
+            elif isinstance(exc, TimeoutError):
+                kind = ModelTimeoutError
+            elif is_transport_error(exc):
+                kind = ModelConnectionError
+            else:
+                kind = ModelError
+        where = f"{self.provider}:{self.name}"
+        detail = str(exc) or type(exc).__name__
+        return kind(
+            f"{where} failed: {detail}",
+            status_code=status,
+            retryable=kind.retryable or self._is_transient(exc),
+            provider=self.provider,
+            model=self.name,
+        )
+
+    @staticmethod
+    def _status_of(exc: BaseException) -> int | None:
+        """The HTTP status a provider exception carries, if any."""
+        status = getattr(exc, "status_code", None)
+        if status is None:
+            status = getattr(exc, "code", None)
+        return status if isinstance(status, int) else None
+
+    @staticmethod
+    def _failure_kind(exc: BaseException) -> type[ModelError] | None:
+        """An adapter's own reading of an SDK exception (its timeout class...), else None."""
+        return None
 
     @abc.abstractmethod
     async def _close_client(self, client: ClientT) -> None: ...

@@ -14,7 +14,15 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar, cast
 
-from rondo.errors import ModelNotFoundError
+from rondo.errors import (
+    MissingAPIKeyError,
+    ModelAuthError,
+    ModelBadRequestError,
+    ModelError,
+    ModelRateLimitError,
+    ModelServerError,
+    ModelTimeoutError,
+)
 from rondo.types import Blob, FunctionCall, FunctionResponse
 
 __all__ = [
@@ -26,6 +34,7 @@ __all__ = [
     "data_url",
     "dump_json",
     "env_value",
+    "error_for_status",
     "is_error_response",
     "malformed_arguments_message",
     "missing_key_error",
@@ -51,11 +60,29 @@ def env_value(*names: str) -> str | None:
     return None
 
 
-def missing_key_error(spec: str, variables: Sequence[str]) -> ModelNotFoundError:
+def missing_key_error(spec: str, variables: Sequence[str]) -> MissingAPIKeyError:
     options = " or ".join(variables)
-    return ModelNotFoundError(
-        f"model {spec!r} needs an API key: set {options} or pass api_key=... to the model"
+    return MissingAPIKeyError(
+        f"model {spec!r} needs an API key: set {options} or pass api_key=... to the model",
+        variables=tuple(variables),
     )
+
+
+def error_for_status(status: int | None) -> type[ModelError]:
+    """The `ModelError` subclass for a provider's HTTP status."""
+    if status is None:
+        return ModelError
+    if status == 429:
+        return ModelRateLimitError
+    if status in (401, 403):
+        return ModelAuthError
+    if status == 408:
+        return ModelTimeoutError
+    if status >= 500:
+        return ModelServerError
+    if 400 <= status < 500:
+        return ModelBadRequestError
+    return ModelError
 
 
 def parse_arguments(raw: str | None) -> dict[str, Any] | None:

@@ -71,12 +71,20 @@ def apply_partial_args(args: dict[str, Any], fragments: list[PartialArg]) -> Non
 
 
 class _PendingCall:
-    __slots__ = ("args", "id", "name")
+    __slots__ = ("args", "id", "name", "signature")
 
     def __init__(self, name: str, call_id: str | None, args: dict[str, Any]) -> None:
         self.name = name
         self.id = call_id
         self.args = args
+        # The thought signature any fragment carried (Gemini sends it on one of them).
+        self.signature: bytes | None = None
+
+    def part(self) -> Part:
+        return Part(
+            function_call=FunctionCall(name=self.name, args=self.args, id=self.id),
+            thought_signature=self.signature,
+        )
 
 
 class StreamAggregator:
@@ -144,9 +152,9 @@ class StreamAggregator:
         if call.partial_args is None and not call.will_continue and not self._calls:
             self._parts.append(Part(function_call=call, thought_signature=part.thought_signature))
             return
-        self._add_call_fragment(call)
+        self._add_call_fragment(call, part.thought_signature)
 
-    def _add_call_fragment(self, call: FunctionCall) -> None:
+    def _add_call_fragment(self, call: FunctionCall, signature: bytes | None) -> None:
         key = call.id or "__current__"
         pending = self._calls.get(key)
         if pending is None:
@@ -160,15 +168,13 @@ class StreamAggregator:
             pending.args.update(call.args)
         if call.name and not pending.name:
             pending.name = call.name
+        if signature is not None:
+            pending.signature = signature
         if call.partial_args:
             apply_partial_args(pending.args, call.partial_args)
         if not call.will_continue:
             del self._calls[key]
-            self._parts.append(
-                Part(
-                    function_call=FunctionCall(name=pending.name, args=pending.args, id=pending.id)
-                )
-            )
+            self._parts.append(pending.part())
 
     def _flush_text(self) -> None:
         if not self._text:
@@ -188,12 +194,7 @@ class StreamAggregator:
         if not self._seen:
             return None
         self._flush_text()
-        for pending in list(self._calls.values()):
-            self._parts.append(
-                Part(
-                    function_call=FunctionCall(name=pending.name, args=pending.args, id=pending.id)
-                )
-            )
+        self._parts.extend(pending.part() for pending in self._calls.values())
         self._calls.clear()
         content = Content(role="model", parts=self._parts) if self._parts else None
         return ModelResponse(

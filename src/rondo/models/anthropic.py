@@ -19,6 +19,15 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from anthropic import AsyncAnthropic, AsyncStream, Omit, omit
 from anthropic.types import Message, RawMessageStreamEvent
 
+from rondo.errors import (
+    ModelAuthError,
+    ModelBadRequestError,
+    ModelConnectionError,
+    ModelError,
+    ModelRateLimitError,
+    ModelServerError,
+    ModelTimeoutError,
+)
 from rondo.models._anthropic_wire import (
     EventReader,
     build_messages,
@@ -48,6 +57,17 @@ T = TypeVar("T")
 
 # Error types the API may send inside an event stream that a later attempt can get past.
 _TRANSIENT_ERROR_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+# What each error type the API reports means for the caller (G4).
+_STREAM_ERRORS: dict[str, type[ModelError]] = {
+    "overloaded_error": ModelServerError,
+    "api_error": ModelServerError,
+    "rate_limit_error": ModelRateLimitError,
+    "invalid_request_error": ModelBadRequestError,
+    "request_too_large": ModelBadRequestError,
+    "not_found_error": ModelBadRequestError,
+    "authentication_error": ModelAuthError,
+    "permission_error": ModelAuthError,
+}
 
 
 def _given(value: T | None) -> T | Omit:
@@ -123,6 +143,17 @@ class AnthropicModel(SdkModel[AsyncAnthropic]):
     @staticmethod
     def _retry_after(exc: BaseException) -> float | None:
         return _retry_after_seconds(exc)
+
+    @staticmethod
+    def _failure_kind(exc: BaseException) -> type[ModelError] | None:
+        if isinstance(exc, anthropic.APITimeoutError):
+            return ModelTimeoutError
+        if isinstance(exc, anthropic.APIConnectionError):
+            return ModelConnectionError
+        if isinstance(exc, anthropic.APIStatusError):
+            # An `error` event inside a 200 stream: judge it by the error's type.
+            return _STREAM_ERRORS.get(_error_type(exc.body) or "")
+        return None
 
     async def _complete(self, request: ModelRequest) -> AsyncGenerator[ModelResponse, None]:
         message = await self._create(request, stream=False)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from openai import AsyncOpenAI, AsyncStream, Omit, omit
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from rondo.errors import ModelConnectionError, ModelError, ModelTimeoutError
 from rondo.models._openai_wire import (
     ChunkReader,
     build_messages,
@@ -134,6 +135,14 @@ class OpenAIModel(SdkModel[AsyncOpenAI]):
     @staticmethod
     def _retry_after(exc: BaseException) -> float | None:
         return _retry_after_seconds(exc)
+
+    @staticmethod
+    def _failure_kind(exc: BaseException) -> type[ModelError] | None:
+        if isinstance(exc, openai.APITimeoutError):
+            return ModelTimeoutError
+        if isinstance(exc, openai.APIConnectionError):
+            return ModelConnectionError
+        return None
 
     async def _complete(self, request: ModelRequest) -> AsyncGenerator[ModelResponse, None]:
         completion = await self._create(request, stream=False)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from rondo.errors import ModelNotFoundError
 from rondo.models.base import Model
 
-__all__ = ["register_provider", "resolve_model"]
+__all__ = ["register_provider", "resolve_model", "substitute_models"]
 
 # provider prefix → (module, factory function, extra that installs its SDK)
 _BUILTIN: dict[str, tuple[str, str, str]] = {
@@ -18,6 +20,9 @@ _BUILTIN: dict[str, tuple[str, str, str]] = {
     "local": ("rondo.models.local", "from_model_string", "local"),
 }
 _custom: dict[str, Callable[[str], Model]] = {}
+_substitute: ContextVar[Callable[[str], Model] | None] = ContextVar(
+    "rondo_model_substitute", default=None
+)
 
 
 def register_provider(prefix: str, factory: Callable[[str], Model]) -> None:
@@ -25,8 +30,25 @@ def register_provider(prefix: str, factory: Callable[[str], Model]) -> None:
     _custom[prefix] = factory
 
 
+@contextmanager
+def substitute_models(factory: Callable[[str], Model]) -> Generator[None]:
+    """Within the block, every model string resolves to `factory(spec)` instead.
+
+    `rondo run --replay` loads an agent this way: `Agent(model="openai:gpt-4o")` then needs
+    neither the provider's SDK nor its API key.
+    """
+    token = _substitute.set(factory)
+    try:
+        yield
+    finally:
+        _substitute.reset(token)
+
+
 def resolve_model(spec: str) -> Model:
     """The model a string names; fails now, with what to install or set, if it cannot work."""
+    substitute = _substitute.get()
+    if substitute is not None:
+        return substitute(spec)
     prefix, sep, name = spec.partition(":")
     if not sep or not name:
         known = ", ".join(sorted({*_BUILTIN, *_custom}))

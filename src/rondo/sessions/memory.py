@@ -8,7 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rondo._state_values import check_state_delta
-from rondo.errors import SessionExistsError, SessionNotFoundError, StaleSessionError
+from rondo.errors import (
+    InvalidPageError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StaleSessionError,
+)
 from rondo.events import Event, PendingCall
 from rondo.sessions.base import (
     BaseSessionService,
@@ -50,7 +55,7 @@ def _first_after(log: EventLog, timestamp: float) -> int:
 
 def _offset(page_token: str) -> int:
     if not page_token.isdigit():
-        raise ValueError(f"invalid page_token {page_token!r}")
+        raise InvalidPageError(f"invalid page_token {page_token!r}")
     return int(page_token)
 
 
@@ -165,7 +170,7 @@ class InMemorySessionService(BaseSessionService):
     ) -> ListSessionsResponse:
         check_scope(app_name, user_id)
         if limit is not None and limit < 1:
-            raise ValueError("limit must be at least 1")
+            raise InvalidPageError("limit must be at least 1")
         keys = sorted(
             (
                 k

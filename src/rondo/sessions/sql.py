@@ -35,6 +35,7 @@ from sqlalchemy.engine import URL
 
 from rondo._state_values import check_state_delta
 from rondo.errors import (
+    InvalidPageError,
     SessionError,
     SessionExistsError,
     SessionNotFoundError,
@@ -226,7 +227,7 @@ def _decode_token(token: str) -> tuple[float, str, str]:
         update_time, session_id, user_id = json.loads(base64.urlsafe_b64decode(token))
         return float(update_time), str(session_id), str(user_id)
     except (ValueError, TypeError) as exc:
-        raise ValueError(f"invalid page_token {token!r}") from exc
+        raise InvalidPageError(f"invalid page_token {token!r}") from exc
 
 
 def _raise_stale(session_id: str, stored: int, read_at: int) -> NoReturn:
@@ -630,7 +631,7 @@ class SqlSessionService(BaseSessionService):
     ) -> ListSessionsResponse:
         check_scope(app_name, user_id)
         if limit is not None and limit < 1:
-            raise ValueError("limit must be at least 1")
+            raise InvalidPageError("limit must be at least 1")
         await self._ready()
         params: _Params = {"app": app_name, "user": user_id}
         if page_token:

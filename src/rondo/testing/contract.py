@@ -9,6 +9,8 @@ from rondo.lifecycle import (
     ActionEnd,
     ActionStart,
     HITLPending,
+    NodeEnd,
+    NodeStart,
     ReasonDelta,
     ReasonEnd,
     ReasonStart,
@@ -39,7 +41,8 @@ def check_stream(events: Sequence[Any], *, completed: bool = True) -> None:
     after. `completed=False` (cancelled or failed): no `RunEnd` at all — no synthetic end.
     Always: every event round-trips through its JSON projection; reason rounds, actions and
     tool calls open before they close and close only what they opened; deltas stay inside
-    their blocks; a HITL pause ends with a normal `RunEnd` that lists what is pending.
+    their blocks; a HITL pause ends with a normal `RunEnd` that lists what is pending; a
+    later `RunStart` is a team member's own start, inside that member's open node.
     """
     _check_sequence(events, completed=completed, top_level=True)
     children: dict[str, list[Any]] = {}
@@ -73,6 +76,7 @@ def _check_sequence(events: Sequence[Any], *, completed: bool, top_level: bool) 
     open_actions: set[str] = set()
     open_calls: dict[str, str] = {}
     block: dict[str, str | None] = {}
+    open_nodes: set[str] = set()
     saw_pending = False
     for index, event in enumerate(events):
         if not hasattr(event, "type") or not hasattr(event, "model_dump"):
@@ -87,7 +91,15 @@ def _check_sequence(events: Sequence[Any], *, completed: bool, top_level: bool) 
             continue
         if top_level and event.run_id != run_id:
             raise _fail(index, event, f"run_id {event.run_id!r} differs from {run_id!r}")
-        if isinstance(event, ReasonStart):
+        if isinstance(event, NodeStart) and event.node:
+            open_nodes.add(event.node)
+        elif isinstance(event, NodeEnd) and event.node:
+            open_nodes.discard(event.node)
+        elif isinstance(event, RunStart) and index > 0:
+            # A team member's own start (seed 002 §4.E): only inside its open node.
+            if event.node is None or event.node not in open_nodes:
+                raise _fail(index, event, "a second run_start outside a team member's node")
+        elif isinstance(event, ReasonStart):
             if event.reason_id in open_reasons or event.reason_id in closed_reasons:
                 raise _fail(index, event, "reason round started twice")
             open_reasons.add(event.reason_id)

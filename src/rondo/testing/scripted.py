@@ -6,7 +6,7 @@ import inspect
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
-from rondo.errors import ScriptExhaustedError
+from rondo.errors import ConfigurationError, ScriptExhaustedError
 from rondo.models.aggregator import StreamAggregator
 from rondo.models.base import ModelCapabilities, ModelRequest, ModelResponse
 from rondo.types import Content, FunctionCall, Part
@@ -93,7 +93,7 @@ class ScriptedModel:
                 return [_call_response(seq)]
             if seq and all(isinstance(i, ModelResponse) for i in seq):
                 return _stream(seq, stream)
-        raise TypeError(f"ScriptedModel cannot answer with {item!r}")
+        raise ConfigurationError(f"ScriptedModel cannot answer with {item!r}")
 
 
 def _stream(chunks: list[ModelResponse], stream: bool) -> list[ModelResponse]:

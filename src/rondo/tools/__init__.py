@@ -8,12 +8,14 @@ from rondo.tools.function import FunctionTool, LongRunningFunctionTool, tool
 if TYPE_CHECKING:
     from rondo.tools.loop_control import exit_loop
     from rondo.tools.memory_tool import load_memory
+    from rondo.tools.plan import PlanToolset
 
 __all__ = [
     "BaseTool",
     "BaseToolset",
     "FunctionTool",
     "LongRunningFunctionTool",
+    "PlanToolset",
     "exit_loop",
     "load_memory",
     "tool",
@@ -30,4 +32,8 @@ def __getattr__(name: str) -> Any:
         from rondo.tools.memory_tool import load_memory
 
         return load_memory
+    if name == "PlanToolset":
+        from rondo.tools.plan import PlanToolset
+
+        return PlanToolset
     raise AttributeError(f"module 'rondo.tools' has no attribute {name!r}")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from rondo.errors import ToolArgumentsError
+from rondo.errors import OutputValidationError, ToolArgumentsError
 from rondo.events import Event
 from rondo.lifecycle import TaskEvent
 from rondo.models.base import FunctionDeclaration
@@ -87,9 +87,9 @@ def _result_of(agent: BaseAgent, events: list[Event]) -> dict[str, Any]:
     text = _final_text(events, agent.name)
     if isinstance(agent, Agent) and agent.output_adapter is not None and text:
         try:
-            value = agent.output_adapter.validate_json(text)
-        except ValidationError as exc:
-            return {"error": f"the answer did not match the output schema: {exc}"}
+            value = agent.parse_output(text)
+        except OutputValidationError as exc:
+            return {"error": str(exc)}
         dumped = agent.output_adapter.dump_python(value, mode="json")
         return dumped if isinstance(dumped, dict) else {"result": dumped}  # pyright: ignore[reportUnknownVariableType]
     return {"result": text}

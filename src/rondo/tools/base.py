@@ -44,7 +44,7 @@ class BaseTool(abc.ABC):
 
     def stream(self, args: dict[str, Any], tool_context: ToolContext) -> AsyncIterator[Any]:
         """The chunks of a streaming tool; only called when `is_streaming` is set."""
-        raise NotImplementedError(f"{type(self).__name__} is not a streaming tool")
+        raise ToolDefinitionError(f"{type(self).__name__} is not a streaming tool")
 
     def __init__(self, *, name: str, description: str = "", is_long_running: bool = False):
         self.name = check_tool_name(name)

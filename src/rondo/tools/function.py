@@ -11,7 +11,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from rondo._threads import run_sync_in_thread
 from rondo.context import ToolContext
-from rondo.errors import ToolDefinitionError
+from rondo.errors import ToolDefinitionError, ToolResultError
 from rondo.models.base import FunctionDeclaration
 from rondo.tools._schema import FunctionSignature
 from rondo.tools.base import BaseTool
@@ -37,7 +37,9 @@ def to_response(value: Any) -> dict[str, Any]:
     try:
         return to_jsonable_python(value)
     except PydanticSerializationError as exc:
-        raise TypeError(f"the tool returned a value that is not JSON-serializable: {exc}") from None
+        raise ToolResultError(
+            f"the tool returned a value that is not JSON-serializable: {exc}"
+        ) from None
 
 
 class FunctionTool(BaseTool):

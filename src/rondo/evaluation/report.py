@@ -1,0 +1,165 @@
+"""What an eval run found: per case, per metric, per invocation — and a table of it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from io import StringIO
+
+from rich.console import Console
+from rich.table import Table
+
+from rondo.errors import RondoError
+from rondo.evaluation.config import EvalConfig
+from rondo.evaluation.evalset import ExpectedCall
+from rondo.evaluation.metrics import ActualInvocation, Call
+
+__all__ = ["CaseResult", "EvalFailedError", "EvalReport", "InvocationResult", "MetricResult"]
+
+_SHOWN = 200
+
+
+class EvalFailedError(RondoError, AssertionError):
+    """`EvalReport.assert_passed()`: a case failed. An `AssertionError`, so pytest reports a
+    failed test (with the report) rather than an error."""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricResult:
+    """One metric of one case: the average over its invocations against a threshold."""
+
+    metric: str
+    threshold: float
+    score: float
+    per_invocation: tuple[float, ...]
+
+    @property
+    def passed(self) -> bool:
+        return self.score >= self.threshold
+
+
+@dataclass(frozen=True, slots=True)
+class InvocationResult:
+    """One user message of a case: what was expected and what the agent did."""
+
+    prompt: str
+    expected_calls: tuple[ExpectedCall, ...]
+    expected_text: str
+    actual: ActualInvocation
+
+
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    """One eval case. It passes when it ran and every scored metric reached its threshold."""
+
+    eval_id: str
+    metrics: tuple[MetricResult, ...] = ()
+    invocations: tuple[InvocationResult, ...] = ()
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and bool(self.metrics) and all(m.passed for m in self.metrics)
+
+    def explain(self) -> list[str]:
+        """Lines that show why the case failed: the error, or each invocation that fell short."""
+        if self.error is not None:
+            return [f"{self.eval_id}: the run failed: {self.error}"]
+        lines: list[str] = []
+        for index, invocation in enumerate(self.invocations):
+            failing = [m.metric for m in self.metrics if m.per_invocation[index] < m.threshold]
+            if not failing:
+                continue
+            lines.append(
+                f"{self.eval_id}, invocation {index + 1} ({', '.join(failing)}): "
+                f"{_short(invocation.prompt)}"
+            )
+            lines.append(f"  expected tools: {_calls(invocation.expected_calls)}")
+            lines.append(f"  actual tools:   {_calls(invocation.actual.tool_calls)}")
+            lines.append(f"  expected text:  {_short(invocation.expected_text)}")
+            lines.append(f"  actual text:    {_short(invocation.actual.final_text)}")
+        return lines
+
+
+def _short(text: str) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= _SHOWN else flat[: _SHOWN - 1] + "…")
+
+
+def _calls(calls: tuple[Call, ...] | tuple[ExpectedCall, ...]) -> str:
+    if not calls:
+        return "(none)"
+    return ", ".join(
+        f"{c.name}({json.dumps(c.args, ensure_ascii=False, sort_keys=True)})" for c in calls
+    )
+
+
+def _score(value: float) -> str:
+    return f"{value:.4f}".rstrip("0").rstrip(".") if value not in (0.0, 1.0) else f"{value:.1f}"
+
+
+@dataclass(frozen=True, slots=True)
+class EvalReport:
+    """The result of running an eval set: `.passed`, `.failures`, a table, `assert_passed()`."""
+
+    eval_set_id: str
+    cases: tuple[CaseResult, ...]
+    config: EvalConfig = field(default_factory=EvalConfig.default)
+
+    @property
+    def passed(self) -> bool:
+        return all(case.passed for case in self.cases)
+
+    @property
+    def failures(self) -> tuple[CaseResult, ...]:
+        return tuple(case for case in self.cases if not case.passed)
+
+    def table(self) -> Table:
+        """One row per case and metric: case, metric, score, threshold, pass."""
+        table = Table(title=f"eval set {self.eval_set_id}", title_justify="left")
+        table.add_column("case", overflow="fold")
+        table.add_column("metric", no_wrap=True)
+        for column in ("score", "threshold", "result"):
+            table.add_column(column, no_wrap=True)
+        table.add_column("per invocation", overflow="fold")
+        for case in self.cases:
+            if case.error is not None:
+                table.add_row(case.eval_id, "(run)", "-", "-", "[red]ERROR[/]", case.error)
+                continue
+            for m in case.metrics:
+                per = ", ".join(_score(s) for s in m.per_invocation)
+                verdict = "[green]PASS[/]" if m.passed else "[red]FAIL[/]"
+                table.add_row(
+                    case.eval_id, m.metric, _score(m.score), _score(m.threshold), verdict, per
+                )
+        return table
+
+    def summary(self) -> str:
+        passed = len(self.cases) - len(self.failures)
+        total = len(self.cases)
+        line = f"{passed} of {total} case{'' if total == 1 else 's'} passed"
+        if self.failures:
+            line += "; failed: " + ", ".join(case.eval_id for case in self.failures)
+        return line
+
+    def render(self, *, width: int = 120) -> str:
+        """The table, the skipped metrics, the failures explained and the summary, as text."""
+        buffer = StringIO()
+        console = Console(file=buffer, width=width, no_color=True, highlight=False)
+        console.print(self.table())
+        for line in self.notes():
+            console.print(line, markup=False)
+        console.print(self.summary(), markup=False)
+        return buffer.getvalue()
+
+    def notes(self) -> list[str]:
+        """Metrics not evaluated, then why each failing case failed."""
+        lines = [f"not evaluated: {name}: {why}" for name, why in self.config.not_evaluated]
+        for case in self.failures:
+            lines.extend(case.explain())
+        return lines
+
+    def assert_passed(self) -> None:
+        """Raise `EvalFailedError` (an `AssertionError`) with the report unless all passed."""
+        if not self.passed:
+            raise EvalFailedError(f"eval failed: {self.summary()}\n{self.render()}")

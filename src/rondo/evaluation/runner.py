@@ -1,0 +1,144 @@
+"""Running an eval set against an agent, the way `adk eval` gathers its inferences.
+
+Every case gets a fresh session (its `session_input` gives the app, the user, an optional
+fixed id and the initial state); its invocations run in order on that session. Of each
+invocation's records, every function call of the agent (sub-agents included) is its tool
+trajectory, and the last final response — one with text preferred over one without — is its
+answer. An exception inside a case fails that case and the run goes on.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from contextlib import aclosing
+from statistics import fmean
+from typing import TYPE_CHECKING
+
+from rondo.evaluation.config import RESPONSE_MATCH, EvalConfig
+from rondo.evaluation.evalset import EvalCase, EvalSet, Invocation
+from rondo.evaluation.metrics import ActualInvocation, Call, score_invocations
+from rondo.evaluation.report import CaseResult, EvalReport, InvocationResult, MetricResult
+from rondo.evaluation.rouge import require_rouge
+
+if TYPE_CHECKING:
+    from rondo.agents.base import BaseAgent
+    from rondo.events import Event
+    from rondo.runner import Runner
+    from rondo.sessions.base import BaseSessionService
+    from rondo.types import Content
+
+__all__ = ["Progress", "run_eval"]
+
+# ADK's user id when a case names none.
+DEFAULT_USER_ID = "test_user_id"
+
+Progress = Callable[[CaseResult, int, int], None]
+"""Called after each case with its result, the number of cases done and the total."""
+
+
+def _text(content: Content | None) -> str:
+    # ADK's text of a response: every text part, thoughts included, joined by newlines.
+    if content is None:
+        return ""
+    return "\n".join(part.text for part in content.parts if part.text)
+
+
+def _observe(events: list[Event]) -> ActualInvocation:
+    calls: list[Call] = []
+    final: Content | None = None
+    for event in events:
+        content = event.content
+        if event.author == "user" or event.partial or content is None or not content.parts:
+            continue
+        calls.extend(Call(c.name, dict(c.args)) for c in event.get_function_calls())
+        if event.is_final_response() and (not _text(final) or _text(content)):
+            final = content
+    return ActualInvocation(tuple(calls), _text(final))
+
+
+async def _invoke(
+    runner: Runner, user_id: str, session_id: str, invocation: Invocation
+) -> ActualInvocation:
+    events: list[Event] = []
+    stream = runner.run_async(
+        user_id=user_id,
+        session_id=session_id,
+        new_message=invocation.user_content.to_content("user"),
+    )
+    async with aclosing(stream) as records:
+        async for event in records:
+            events.append(event)
+    return _observe(events)
+
+
+async def _run_conversation(
+    agent: BaseAgent, case: EvalCase, service: BaseSessionService
+) -> list[ActualInvocation]:
+    from rondo.runner import Runner
+
+    given = case.session_input
+    app_name = given.app_name if given and given.app_name else agent.name
+    user_id = given.user_id if given and given.user_id else DEFAULT_USER_ID
+    session_id = given.session_id if given and given.session_id else f"eval-{uuid.uuid4().hex}"
+    await service.create_session(
+        app_name=app_name,
+        user_id=user_id,
+        session_id=session_id,
+        state=given.state if given else None,
+    )
+    runner = Runner(agent=agent, app_name=app_name, session_service=service)
+    return [await _invoke(runner, user_id, session_id, inv) for inv in case.conversation or ()]
+
+
+def _score_case(case: EvalCase, actual: list[ActualInvocation], config: EvalConfig) -> CaseResult:
+    conversation = case.conversation or []
+    expected = [(inv.expected_calls(), inv.expected_text()) for inv in conversation]
+    metrics: list[MetricResult] = []
+    for criterion in config.criteria:
+        scores = score_invocations(criterion, actual, expected)
+        metrics.append(
+            MetricResult(criterion.metric, criterion.threshold, fmean(scores), tuple(scores))
+        )
+    invocations = tuple(
+        InvocationResult(inv.user_content.text(), tuple(calls), text, did)
+        for inv, (calls, text), did in zip(conversation, expected, actual, strict=True)
+    )
+    return CaseResult(case.eval_id, tuple(metrics), invocations)
+
+
+async def run_case(
+    agent: BaseAgent, case: EvalCase, config: EvalConfig, service: BaseSessionService
+) -> CaseResult:
+    """Run one case on a fresh session of `service` and score it."""
+    try:
+        actual = await _run_conversation(agent, case, service)
+    except Exception as exc:  # a failing case is a result, not the end of the run
+        return CaseResult(case.eval_id, error=f"{type(exc).__name__}: {exc}")
+    return _score_case(case, actual, config)
+
+
+async def run_eval(
+    agent: BaseAgent,
+    eval_set: EvalSet,
+    config: EvalConfig | None = None,
+    *,
+    progress: Progress | None = None,
+) -> EvalReport:
+    """Run every case of `eval_set` against `agent`, one after another, and score them."""
+    from rondo.sessions.memory import InMemorySessionService
+
+    config = config or EvalConfig.default()
+    if any(c.metric == RESPONSE_MATCH for c in config.criteria):
+        require_rouge()  # before the first case runs, not after
+    service = InMemorySessionService()
+    results: list[CaseResult] = []
+    total = len(eval_set.eval_cases)
+    try:
+        for case in eval_set.eval_cases:
+            results.append(await run_case(agent, case, config, service))
+            if progress is not None:
+                progress(results[-1], len(results), total)
+    finally:
+        await service.close()
+    return EvalReport(eval_set.eval_set_id, tuple(results), config)
