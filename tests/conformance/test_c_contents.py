@@ -13,6 +13,7 @@ from rondo import (
     Content,
     Event,
     FunctionCall,
+    FunctionResponse,
     LongRunningFunctionTool,
     ParallelAgent,
     Part,
@@ -504,3 +505,34 @@ async def test_c4_transcription_events_become_text_parts() -> None:
         ("user", "spoken question"),
         ("model", "spoken answer"),
     ]
+
+
+async def test_c6_a_late_answer_keeps_the_other_answers_of_the_record_it_replaces() -> None:
+    """Found by the property suite: a record answering two calls, one of them answered again
+    later, must keep its answer to the other call."""
+    model = ScriptedModel(["ok"])
+    runner = Runner(agent=Agent(name="a", model=model, tools=[lookup]), app_name=APP)
+    both = Event(
+        author="a",
+        content=Content(
+            role="user",
+            parts=[
+                Part(function_response=FunctionResponse(name="lookup", response={"v": 1}, id="c1")),
+                Part(function_response=FunctionResponse(name="lookup", response={"v": 2}, id="c2")),
+            ],
+        ),
+    )
+    await seed_session(
+        runner,
+        [
+            user_text("go"),
+            agent_call("a", "lookup", {"city": "x"}, "c1"),
+            agent_call("a", "lookup", {"city": "y"}, "c2"),
+            both,
+            user_text("and now"),
+        ],
+    )
+    await collect(runner, response_message("lookup", {"v": "late"}, "c1"))
+    shape = _shape(model.requests[0])
+    assert "resp:c2={'v': 2}" in [what for _, what in shape]
+    assert shape[-2:] == [("model", "call:c1"), ("user", "resp:c1={'v': 'late'}")]

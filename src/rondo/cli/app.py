@@ -17,6 +17,7 @@ from rondo.cli.cassettes import CliCassette, RecordOption, ReplayOption
 from rondo.cli.eval import eval_command
 from rondo.cli.loading import CliError, open_session_service
 from rondo.cli.render import JsonLinesRenderer, LiveRenderer
+from rondo.cli.serve import register as register_serve
 from rondo.errors import RondoError
 from rondo.events import PendingCall
 from rondo.lifecycle import RunEnd
@@ -266,3 +267,6 @@ app.command("eval")(eval_command)
 def main() -> None:
     """The `rondo` console script."""
     app()
+
+
+register_serve(app)  # `rondo api-server` and `rondo web`

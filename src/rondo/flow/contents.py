@@ -222,10 +222,18 @@ def _rearrange_latest(items: list[_Item]) -> list[_Item]:
             "model turn; they cannot be paired"
         )
     between = items[call_idx + 1 : -1]
-    related = [
-        it for it in between if it.response_ids and any(r in call_ids for r in it.response_ids)
-    ]
-    unrelated = [it for it in between if (it.call_ids or it.response_ids) and it not in related]
+    related: list[_Item] = []
+    unrelated: list[_Item] = []
+    for it in between:
+        rids_between = it.response_ids
+        if rids_between and any(r in call_ids for r in rids_between):
+            related.append(it)
+            # Answers it holds for other calls stay with those calls.
+            others = [(cid, part) for cid, part in it.responses or () if cid not in call_ids]
+            if others:
+                unrelated.append(_answer(others))
+        elif it.call_ids or rids_between:
+            unrelated.append(it)
     latest = _latest_answers([*related, items[-1]])
     pairs = [(cid, latest[cid][1]) for cid in call_ids if cid in latest]
     return [*items[:call_idx], *unrelated, items[call_idx], _answer(pairs)]

@@ -1,0 +1,163 @@
+"""`rondo api-server AGENTS_DIR` and `rondo web AGENTS_DIR`: serve the apps over HTTP.
+
+The server's packages (the `server` extra) load only when one of these commands runs.
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from rondo.cli.loading import CliError
+from rondo.errors import RondoError
+
+__all__ = ["ServeOptions", "check_bind", "register"]
+
+_INSTALL = "pip install 'rondo-agents[server]'"
+
+AgentsDir = Annotated[
+    str, typer.Argument(help="Folder with one sub-folder per app (APP/agent.py with root_agent).")
+]
+Host = Annotated[str, typer.Option("--host", help="Address to bind.")]
+Port = Annotated[int, typer.Option("--port", help="Port to listen on.")]
+Db = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="Session store: a SQLAlchemy URL, a SQLite file path, or 'memory' "
+        "(default: .rondo/sessions.db).",
+    ),
+]
+Origins = Annotated[
+    list[str] | None,
+    typer.Option("--allow-origin", help="Allow cross-origin requests from ORIGIN (repeatable)."),
+]
+Tokens = Annotated[
+    str | None,
+    typer.Option(
+        "--auth-tokens",
+        help='JSON file {"<bearer token>": "<user id>", ...}; every request then needs a token.',
+    ),
+]
+Unauthenticated = Annotated[
+    bool,
+    typer.Option(
+        "--allow-unauthenticated",
+        help="Serve a non-loopback address without --auth-tokens (anyone reaching it is "
+        "every user).",
+    ),
+]
+MaxBody = Annotated[
+    int, typer.Option("--max-body-bytes", help="Largest request body accepted (413 beyond).")
+]
+LogLevel = Annotated[str, typer.Option("--log-level", help="uvicorn's log level.")]
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    agents_dir: str
+    host: str
+    port: int
+    db: str | None
+    allow_origins: tuple[str, ...]
+    auth_tokens: str | None
+    allow_unauthenticated: bool
+    max_body_bytes: int
+    log_level: str
+    web: bool
+
+
+def check_bind(host: str, auth_tokens: str | None, allow_unauthenticated: bool) -> None:
+    """Refuse to serve a non-loopback address without tokens, unless told to (SPEC W3)."""
+    from rondo.server.guard import is_loopback
+
+    if is_loopback(host) or auth_tokens is not None or allow_unauthenticated:
+        return
+    raise CliError(
+        f"refusing to serve {host} without authentication: anyone who can reach it could "
+        "read and run every user's sessions. Pass --auth-tokens FILE (a JSON object mapping "
+        "bearer tokens to user ids), bind 127.0.0.1, or pass --allow-unauthenticated."
+    )
+
+
+def _serve(options: ServeOptions) -> None:
+    errors = Console(stderr=True, soft_wrap=True, highlight=False)
+    try:
+        check_bind(options.host, options.auth_tokens, options.allow_unauthenticated)
+        try:
+            import uvicorn
+
+            from rondo.server.app import create_app
+            from rondo.server.guard import is_loopback
+        except ImportError as exc:
+            raise CliError(f"the server needs its extra ({_INSTALL}): {exc}") from exc
+        app = create_app(
+            options.agents_dir,
+            db=options.db,
+            allow_origins=options.allow_origins,
+            auth_tokens=options.auth_tokens,
+            max_body_bytes=options.max_body_bytes,
+            loopback_only=is_loopback(options.host) and options.auth_tokens is None,
+            web=options.web,
+        )
+        names = app.state.rondo.apps.names()
+        errors.print(
+            f"[dim]rondo {'web' if options.web else 'api-server'}: {len(names)} app(s) "
+            f"({escape(', '.join(names)) or 'none'}) at http://{options.host}:{options.port}[/]"
+        )
+    except (CliError, RondoError) as exc:
+        errors.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    # Everything loaded so far lives as long as the process: out of the collector's sight, a
+    # full collection (a pause every in-flight request waits out) has that much less to walk.
+    gc.freeze()
+    uvicorn.run(app, host=options.host, port=options.port, log_level=options.log_level)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `api-server` and `web` commands to the `rondo` command."""
+
+    @app.command("api-server")
+    def api_server(  # pyright: ignore[reportUnusedFunction]
+        agents_dir: AgentsDir,
+        host: Host = "127.0.0.1",
+        port: Port = 8000,
+        db: Db = None,
+        allow_origin: Origins = None,
+        auth_tokens: Tokens = None,
+        allow_unauthenticated: Unauthenticated = False,
+        max_body_bytes: MaxBody = 10 * 1024 * 1024,
+        log_level: LogLevel = "info",
+    ) -> None:
+        """Serve the apps of AGENTS_DIR with google-adk's REST + SSE API (and rondo's)."""
+        _serve(
+            ServeOptions(
+                agents_dir, host, port, db, tuple(allow_origin or ()), auth_tokens,
+                allow_unauthenticated, max_body_bytes, log_level, web=False,
+            )
+        )  # fmt: skip
+
+    @app.command("web")
+    def web(  # pyright: ignore[reportUnusedFunction]
+        agents_dir: AgentsDir,
+        host: Host = "127.0.0.1",
+        port: Port = 8000,
+        db: Db = None,
+        allow_origin: Origins = None,
+        auth_tokens: Tokens = None,
+        allow_unauthenticated: Unauthenticated = False,
+        max_body_bytes: MaxBody = 10 * 1024 * 1024,
+        log_level: LogLevel = "info",
+    ) -> None:
+        """Serve the API of `api-server` and rondo's web UI at `/`."""
+        _serve(
+            ServeOptions(
+                agents_dir, host, port, db, tuple(allow_origin or ()), auth_tokens,
+                allow_unauthenticated, max_body_bytes, log_level, web=True,
+            )
+        )  # fmt: skip

@@ -1,0 +1,460 @@
+"""google-adk's REST + SSE surface: the same paths, bodies and JSON (SPEC W1).
+
+Routes are thin: check the caller, call the session store, artifact store or runner, and
+project what comes back with `wire`. Answers are written as bytes directly (`_json`); the
+`response_model`s document the shapes in the OpenAPI schema.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Header, Query, Request
+from fastapi.responses import Response
+from pydantic import BaseModel
+
+from rondo._version import __version__
+from rondo.errors import SessionExistsError
+from rondo.events import Event, EventActions
+from rondo.server.auth import caller, check_shared_state, owner
+from rondo.server.errors import BadRequestError, InvalidValueError, NotFoundError, SafeRoute
+from rondo.server.runs import collect, start_run
+from rondo.server.state import ServerState, server_state
+from rondo.server.streams import dumps, open_stream, sse
+from rondo.server.wire import (
+    ArtifactVersion,
+    CreateSessionRequest,
+    ListAppsResponse,
+    RunAgentRequest,
+    SaveArtifactRequest,
+    UpdateSessionRequest,
+    WireEvent,
+    WirePart,
+    WireSession,
+    event_json,
+    part_json,
+    session_json,
+)
+from rondo.sessions.base import Session
+from rondo.types import Part
+
+__all__ = ["router"]
+
+router = APIRouter(route_class=SafeRoute)
+
+_SESSION = "/apps/{app_name}/users/{user_id}/sessions/{session_id}"
+_ARTIFACT = _SESSION + "/artifacts/{artifact_name:path}"
+
+
+def _json(value: Any) -> Response:
+    return Response(dumps(value), media_type="application/json")
+
+
+# -- server -------------------------------------------------------------------------------
+
+
+@router.get("/health")
+async def health() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/version")
+async def version() -> dict[str, str]:
+    info = sys.version_info
+    return {
+        "version": __version__,
+        "language": "python",
+        "language_version": f"{info.major}.{info.minor}.{info.micro}",
+    }
+
+
+@router.get("/list-apps", response_model=list[str] | ListAppsResponse)
+async def list_apps(request: Request, detailed: Annotated[bool, Query()] = False) -> Response:
+    """The apps of AGENTS_DIR; `detailed` loads each to report its root agent."""
+    state = server_state(request)
+    names = state.apps.names()
+    if not detailed:
+        return _json(names)
+    apps: list[dict[str, Any]] = []
+    for name in names:
+        try:
+            agent = await state.apps.root_agent(name)
+            apps.append(
+                {
+                    "name": name,
+                    "rootAgentName": agent.name,
+                    "description": agent.description,
+                    "language": "python",
+                }
+            )
+        except Exception as exc:  # one broken app must not hide the others
+            apps.append(
+                {"name": name, "rootAgentName": "", "description": str(exc), "language": "python"}
+            )
+    return _json({"apps": apps})
+
+
+class TelemetryConsent(BaseModel):
+    telemetry: bool
+
+
+@router.get("/config/telemetry")
+async def get_telemetry(request: Request) -> dict[str, bool]:
+    """ADK's dev UI asks this; rondo sends no telemetry, it only remembers the answer."""
+    state = server_state(request)
+    return {"telemetry": state.telemetry_consent}
+
+
+@router.post("/config/telemetry")
+async def set_telemetry(
+    body: TelemetryConsent,
+    request: Request,
+    x_adk_telemetry_request: Annotated[str | None, Header()] = None,
+) -> dict[str, bool]:
+    state = server_state(request)
+    if x_adk_telemetry_request != "true":
+        raise BadRequestError("Forbidden: missing required security header")
+    state.telemetry_consent = body.telemetry
+    return {"telemetry": body.telemetry}
+
+
+# -- sessions -----------------------------------------------------------------------------
+
+
+async def _session_or_404(
+    state: ServerState, app_name: str, user_id: str, session_id: str
+) -> Session:
+    state.apps.check(app_name)
+    session = await state.sessions.get_session(
+        app_name=app_name, user_id=user_id, session_id=session_id
+    )
+    if session is None:
+        raise NotFoundError("Session not found")
+    return session
+
+
+@router.get("/apps/{app_name}/users/{user_id}/sessions", response_model=list[WireSession])
+async def list_sessions(app_name: str, user_id: str, request: Request) -> Response:
+    """The user's sessions of this app, newest first, without their events."""
+    state = owner(request, user_id)
+    state.apps.check(app_name)
+    sessions: list[dict[str, Any]] = []
+    token: str | None = None
+    while True:
+        page = await state.sessions.list_sessions(
+            app_name=app_name, user_id=user_id, page_token=token
+        )
+        sessions.extend(session_json(s, events=False) for s in page.sessions)
+        token = page.next_page_token
+        if not token:
+            return _json(sessions)
+
+
+async def _create(
+    state: ServerState,
+    app_name: str,
+    user_id: str,
+    session_id: str | None,
+    initial: dict[str, Any] | None,
+    who: str | None,
+) -> Response:
+    state.apps.check(app_name)
+    check_shared_state(who, initial)
+    try:
+        session = await state.sessions.create_session(
+            app_name=app_name, user_id=user_id, session_id=session_id, state=initial
+        )
+    except SessionExistsError:
+        raise SessionExistsError(f"Session already exists: {session_id}") from None
+    return _json(session_json(session))
+
+
+@router.post("/apps/{app_name}/users/{user_id}/sessions", response_model=WireSession)
+async def create_session(
+    app_name: str, user_id: str, request: Request, body: CreateSessionRequest | None = None
+) -> Response:
+    """Create a session (`sessionId` optional: a random id otherwise); 409 if it exists."""
+    state = owner(request, user_id)
+    if body is not None and body.events:
+        raise BadRequestError("creating a session with events is not supported by rondo")
+    return await _create(
+        state,
+        app_name,
+        user_id,
+        body.session_id if body else None,
+        body.state if body else None,
+        caller(request),
+    )
+
+
+@router.post(_SESSION, response_model=WireSession)
+async def create_session_with_id(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    request: Request,
+    initial: Annotated[dict[str, Any] | None, Body()] = None,
+) -> Response:
+    """Create the session `session_id`; the body, if any, is its initial state (as ADK)."""
+    state = owner(request, user_id)
+    return await _create(state, app_name, user_id, session_id, initial, caller(request))
+
+
+@router.get(_SESSION, response_model=WireSession)
+async def get_session(app_name: str, user_id: str, session_id: str, request: Request) -> Response:
+    state = owner(request, user_id)
+    return _json(session_json(await _session_or_404(state, app_name, user_id, session_id)))
+
+
+@router.patch(_SESSION, response_model=WireSession)
+async def update_session(
+    app_name: str, user_id: str, session_id: str, body: UpdateSessionRequest, request: Request
+) -> Response:
+    """Apply a state delta without running the agent (one user event records it)."""
+    state = owner(request, user_id)
+    check_shared_state(caller(request), body.state_delta)
+    session = await _session_or_404(state, app_name, user_id, session_id)
+    event = Event(
+        author="user",
+        invocation_id=f"p-{session_id}-{time.time_ns()}",
+        actions=EventActions(state_delta=body.state_delta),
+    )
+    await state.sessions.append_event(session, event)
+    return _json(session_json(session))
+
+
+@router.delete(_SESSION)
+async def delete_session(app_name: str, user_id: str, session_id: str, request: Request) -> None:
+    state = owner(request, user_id)
+    state.apps.check(app_name)
+    await state.sessions.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
+
+
+# -- artifacts ----------------------------------------------------------------------------
+
+
+@router.get(_SESSION + "/artifacts", response_model=list[str])
+async def list_artifacts(
+    app_name: str, user_id: str, session_id: str, request: Request
+) -> Response:
+    state = owner(request, user_id)
+    await _session_or_404(state, app_name, user_id, session_id)
+    names = await state.artifacts.list_artifact_keys(
+        app_name=app_name, user_id=user_id, session_id=session_id
+    )
+    return _json(names)
+
+
+@router.post(_SESSION + "/artifacts", response_model=ArtifactVersion)
+async def save_artifact(
+    app_name: str, user_id: str, session_id: str, body: SaveArtifactRequest, request: Request
+) -> Response:
+    state = owner(request, user_id)
+    await _session_or_404(state, app_name, user_id, session_id)
+    part = body.artifact.to_part()
+    version = await state.artifacts.save_artifact(
+        app_name=app_name,
+        user_id=user_id,
+        session_id=session_id,
+        filename=body.filename,
+        artifact=part,
+    )
+    answer = _version_json(app_name, user_id, session_id, body.filename, version, part)
+    answer["customMetadata"] = body.custom_metadata or {}
+    answer["createTime"] = time.time()
+    return _json(answer)
+
+
+async def _load(
+    state: ServerState,
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    name: str,
+    version: int | None,
+) -> Response:
+    await _session_or_404(state, app_name, user_id, session_id)
+    part = await state.artifacts.load_artifact(
+        app_name=app_name, user_id=user_id, session_id=session_id, filename=name, version=version
+    )
+    if part is None:
+        raise NotFoundError("Artifact not found")
+    return _json(part_json(part))
+
+
+def _version(version_id: str) -> int | None:
+    """ADK's version path segment: a number, or `latest`."""
+    if version_id == "latest":
+        return None
+    try:
+        return int(version_id)
+    except ValueError:
+        raise InvalidValueError("Invalid version ID") from None
+
+
+def _canonical_uri(app_name: str, user_id: str, session_id: str, name: str, version: int) -> str:
+    return (
+        f"rondo://apps/{app_name}/users/{user_id}/sessions/{session_id}"
+        f"/artifacts/{name}/versions/{version}"
+    )
+
+
+def _version_json(
+    app_name: str, user_id: str, session_id: str, name: str, version: int, part: Part | None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "version": version,
+        "canonicalUri": _canonical_uri(app_name, user_id, session_id, name, version),
+        "customMetadata": {},
+    }
+    if part is not None and part.inline_data is not None:
+        out["mimeType"] = part.inline_data.mime_type
+    return out
+
+
+@router.get(_ARTIFACT + "/versions/metadata", response_model=list[ArtifactVersion])
+async def list_artifact_versions_metadata(
+    app_name: str, user_id: str, session_id: str, artifact_name: str, request: Request
+) -> Response:
+    """Every version's metadata (rondo keeps no custom metadata or creation time)."""
+    state = owner(request, user_id)
+    await _session_or_404(state, app_name, user_id, session_id)
+    store = state.artifacts
+    out: list[dict[str, Any]] = []
+    for version in await store.list_versions(
+        app_name=app_name, user_id=user_id, session_id=session_id, filename=artifact_name
+    ):
+        part = await store.load_artifact(
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            filename=artifact_name,
+            version=version,
+        )
+        out.append(_version_json(app_name, user_id, session_id, artifact_name, version, part))
+    return _json(out)
+
+
+@router.get(_ARTIFACT + "/versions/{version_id}/metadata", response_model=ArtifactVersion)
+async def get_artifact_version_metadata(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    artifact_name: str,
+    version_id: str,
+    request: Request,
+) -> Response:
+    state = owner(request, user_id)
+    await _session_or_404(state, app_name, user_id, session_id)
+    store = state.artifacts
+    versions = await store.list_versions(
+        app_name=app_name, user_id=user_id, session_id=session_id, filename=artifact_name
+    )
+    wanted = _version(version_id)
+    version = versions[-1] if wanted is None and versions else wanted
+    if version is None or version not in versions:
+        raise NotFoundError("Artifact version not found")
+    part = await store.load_artifact(
+        app_name=app_name,
+        user_id=user_id,
+        session_id=session_id,
+        filename=artifact_name,
+        version=version,
+    )
+    return _json(_version_json(app_name, user_id, session_id, artifact_name, version, part))
+
+
+@router.get(_ARTIFACT + "/versions", response_model=list[int])
+async def list_artifact_versions(
+    app_name: str, user_id: str, session_id: str, artifact_name: str, request: Request
+) -> Response:
+    state = owner(request, user_id)
+    await _session_or_404(state, app_name, user_id, session_id)
+    versions = await state.artifacts.list_versions(
+        app_name=app_name, user_id=user_id, session_id=session_id, filename=artifact_name
+    )
+    return _json(versions)
+
+
+@router.get(_ARTIFACT + "/versions/{version_id}", response_model=WirePart)
+async def load_artifact_version(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    artifact_name: str,
+    version_id: str,
+    request: Request,
+) -> Response:
+    """One version (a number, or `latest`)."""
+    state = owner(request, user_id)
+    version = _version(version_id)
+    return await _load(state, app_name, user_id, session_id, artifact_name, version)
+
+
+# Last of the GET artifact routes: `{artifact_name:path}` would also match `.../versions`.
+@router.get(_ARTIFACT, response_model=WirePart)
+async def load_artifact(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    artifact_name: str,
+    request: Request,
+    version: Annotated[int | None, Query()] = None,
+) -> Response:
+    state = owner(request, user_id)
+    return await _load(state, app_name, user_id, session_id, artifact_name, version)
+
+
+@router.delete(_ARTIFACT)
+async def delete_artifact(
+    app_name: str, user_id: str, session_id: str, artifact_name: str, request: Request
+) -> None:
+    state = owner(request, user_id)
+    await _session_or_404(state, app_name, user_id, session_id)
+    await state.artifacts.delete_artifact(
+        app_name=app_name, user_id=user_id, session_id=session_id, filename=artifact_name
+    )
+
+
+# -- runs ---------------------------------------------------------------------------------
+
+
+@router.post("/run", response_model=list[WireEvent])
+async def run(body: RunAgentRequest, request: Request) -> Response:
+    """Run one invocation to its end; the answer is the array of its events."""
+    state = server_state(request)
+    body.streaming = False  # as ADK: `/run` never streams the model
+    events = await collect(await start_run(state, caller(request), body))
+    return _json([event_json(e) for e in events])
+
+
+def _adk_frames(event: Event) -> list[bytes]:
+    wire = event_json(event)
+    if event.actions.artifact_delta and event.content is not None and event.content.parts:
+        # As ADK: its web UI renders artifacts from an action-only event, so an event with
+        # both content and an artifact delta goes out as two, content first.
+        actions: dict[str, Any] = {**wire["actions"], "artifactDelta": {}}
+        content_only = {**wire, "actions": actions}
+        action_only = {k: v for k, v in wire.items() if k != "content"}
+        return [sse(dumps(content_only)), sse(dumps(action_only))]
+    return [sse(dumps(wire))]
+
+
+@router.post(
+    "/run_sse",
+    response_class=Response,
+    responses={
+        200: {
+            "content": {"text/event-stream": {}},
+            "description": "One `data: <Event JSON>` line per event, then a blank line; a "
+            'run that fails ends with `data: {"error": "..."}`.',
+        }
+    },
+)
+async def run_sse(body: RunAgentRequest, request: Request) -> Response:
+    """Run one invocation and stream its events (partial ones too with `streaming`)."""
+    state = server_state(request)
+    started = await start_run(state, caller(request), body)
+    return await open_stream(started.records(), _adk_frames, release=started.release)

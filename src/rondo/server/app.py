@@ -1,0 +1,150 @@
+"""The FastAPI app: ADK's routes, rondo's routes, and optionally the web UI (SPEC W1-W4)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.staticfiles import StaticFiles
+
+from rondo._version import __version__
+from rondo.errors import ConfigurationError
+from rondo.server import adk_routes, native_routes
+from rondo.server.auth import TokenAuth, TokenMiddleware, load_tokens
+from rondo.server.discovery import AppRegistry
+from rondo.server.errors import install_error_handlers
+from rondo.server.guard import RequestGuard
+from rondo.server.limits import BodyLimit
+from rondo.server.state import ServerState
+
+if TYPE_CHECKING:
+    from rondo.artifacts.base import BaseArtifactService
+    from rondo.sessions.base import BaseSessionService
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "UI_DIR", "create_app"]
+
+DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
+UI_DIR = Path(__file__).parent / "ui"
+
+
+def _stores(
+    db: str | None,
+    session_service: BaseSessionService | None,
+    artifact_service: BaseArtifactService | None,
+) -> tuple[BaseSessionService, BaseArtifactService, bool]:
+    """The session and artifact stores, and whether the app opened (so closes) the former."""
+    from rondo.artifacts.filesystem import FileArtifactService
+    from rondo.artifacts.memory import InMemoryArtifactService
+
+    owned = session_service is None
+    store = "memory"
+    if session_service is None:
+        from rondo.cli.loading import open_session_service
+
+        session_service, store = open_session_service(db)
+    if artifact_service is None:
+        # Artifacts live beside durable sessions, and die with in-memory ones.
+        durable = owned and store != "memory"
+        artifact_service = (
+            FileArtifactService(Path(".rondo") / "artifacts")
+            if durable
+            else InMemoryArtifactService()
+        )
+    return session_service, artifact_service, owned
+
+
+def create_app(
+    agents_dir: str | Path,
+    *,
+    db: str | None = None,
+    session_service: BaseSessionService | None = None,
+    artifact_service: BaseArtifactService | None = None,
+    allow_origins: Sequence[str] = (),
+    auth_tokens: TokenAuth | Mapping[str, str] | str | Path | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    loopback_only: bool = False,
+    web: bool = False,
+) -> FastAPI:
+    """The server for the apps of `agents_dir`.
+
+    `db` is what `rondo run --db` takes (a SQLAlchemy URL, a SQLite path, `memory`; default
+    SQLite at `.rondo/sessions.db`), unless `session_service` is given. `auth_tokens` (a
+    tokens file, a mapping or a `TokenAuth`) makes every request need a bearer token bound to
+    one user. `loopback_only` refuses requests whose Host is not the loopback (set it when
+    binding 127.0.0.1). `web` serves rondo's web UI at `/`.
+    """
+    if max_body_bytes <= 0:
+        raise ConfigurationError(f"max_body_bytes must be positive, got {max_body_bytes}")
+    auth = _auth(auth_tokens)
+    sessions, artifacts, owned = _stores(db, session_service, artifact_service)
+    apps = AppRegistry(agents_dir, session_service=sessions, artifact_service=artifacts)
+    state = ServerState(apps=apps, sessions=sessions, artifacts=artifacts, auth=auth)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncGenerator[None]:
+        try:
+            yield
+        finally:
+            await apps.close()
+            if owned:
+                await sessions.close()
+
+    app = FastAPI(
+        title="rondo",
+        version=__version__,
+        description="google-adk's REST + SSE API, rondo's lifecycle stream and pending calls. "
+        "A server started with --auth-tokens needs `Authorization: Bearer <token>` on every "
+        "request but /health and this document; a token acts only as its own user.",
+        lifespan=lifespan,
+    )
+    app.state.rondo = state
+    install_error_handlers(app)
+    # The routes join the app's own list: `include_router` would wrap each router in a
+    # matching layer of its own, a hundred-odd Python calls on every request.
+    for router in (adk_routes.router, native_routes.router):
+        app.router.routes.extend(router.routes)
+    if web:
+        _mount_ui(app)
+    _add_middleware(app, auth, allow_origins, max_body_bytes, loopback_only, web)
+    return app
+
+
+def _auth(tokens: TokenAuth | Mapping[str, str] | str | Path | None) -> TokenAuth | None:
+    if isinstance(tokens, str | Path):
+        return load_tokens(tokens)
+    if tokens is not None and not isinstance(tokens, TokenAuth):
+        return TokenAuth(tokens)
+    return tokens
+
+
+def _add_middleware(
+    app: FastAPI,
+    auth: TokenAuth | None,
+    allow_origins: Sequence[str],
+    max_body_bytes: int,
+    loopback_only: bool,
+    web: bool,
+) -> None:
+    # Added last = runs first: guard, CORS, tokens, body limit, then the routes. CORS before
+    # the tokens, so a browser can read a 401 and preflights need no token.
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(TokenMiddleware, auth=auth, web=web)
+    if allow_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(allow_origins),
+            allow_methods=["*"],
+            allow_headers=["*"],
+        )
+    app.add_middleware(RequestGuard, loopback_only=loopback_only, allowed_origins=allow_origins)
+
+
+def _mount_ui(app: FastAPI) -> None:
+    if not (UI_DIR / "index.html").is_file():
+        raise ConfigurationError(f"rondo's web UI is missing from this install ({UI_DIR})")
+    # Mounted after every API route, so `/` and unknown paths reach the UI, never an API path.
+    app.mount("/", StaticFiles(directory=UI_DIR, html=True), name="ui")

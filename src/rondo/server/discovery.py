@@ -1,0 +1,192 @@
+"""AGENTS_DIR → apps, laid out as google-adk lays them out (SPEC W1).
+
+Each folder of AGENTS_DIR that holds `agent.py` or `__init__.py` is one app, named after the
+folder; its `root_agent` (in `agent.py`, or in the package itself) becomes one `Runner`,
+built on first use and kept. A folder whose code fails to load is reported for that app only,
+and tried again on the next request, so fixing the file needs no restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import logging
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from rondo.agents.base import BaseAgent
+from rondo.errors import RondoError
+
+if TYPE_CHECKING:
+    from rondo.artifacts.base import BaseArtifactService
+    from rondo.memory.base import BaseMemoryService
+    from rondo.runner import Runner
+    from rondo.sessions.base import BaseSessionService
+
+__all__ = ["AppLoadError", "AppNotFoundError", "AppRegistry"]
+
+logger = logging.getLogger("rondo.server")
+
+
+class AppNotFoundError(RondoError, LookupError):
+    """No app folder of that name in AGENTS_DIR."""
+
+
+class AppLoadError(RondoError):
+    """An app folder exists but its code does not give a `root_agent`."""
+
+
+@dataclass(frozen=True)
+class _Services:
+    sessions: BaseSessionService
+    artifacts: BaseArtifactService | None
+    memory: BaseMemoryService | None
+
+
+def _is_app_dir(path: Path) -> bool:
+    if path.name.startswith((".", "_")) or not path.is_dir():
+        return False
+    return (path / "agent.py").is_file() or (path / "__init__.py").is_file()
+
+
+class AppRegistry:
+    """The apps of one AGENTS_DIR and their runners."""
+
+    def __init__(
+        self,
+        agents_dir: str | Path,
+        *,
+        session_service: BaseSessionService,
+        artifact_service: BaseArtifactService | None = None,
+        memory_service: BaseMemoryService | None = None,
+    ) -> None:
+        self.root = Path(agents_dir).expanduser().resolve()
+        if not self.root.is_dir():
+            raise AppNotFoundError(f"AGENTS_DIR {str(agents_dir)!r} is not a directory")
+        self._services = _Services(session_service, artifact_service, memory_service)
+        self._runners: dict[str, Runner] = {}
+        self._lock = asyncio.Lock()
+
+    @property
+    def session_service(self) -> BaseSessionService:
+        return self._services.sessions
+
+    @property
+    def artifact_service(self) -> BaseArtifactService | None:
+        return self._services.artifacts
+
+    def names(self) -> list[str]:
+        """The app names, sorted; read from the directory each time (apps may be added)."""
+        return sorted(p.name for p in self.root.iterdir() if _is_app_dir(p))
+
+    def check(self, name: str) -> None:
+        """Raise `AppNotFoundError` unless `name` is an app of this directory."""
+        if name in self._runners:
+            return
+        # Only a plain folder name can be an app: no separators, no '..'.
+        if not name or "/" in name or "\\" in name or name != Path(name).name:
+            raise self._not_found(name)
+        if not _is_app_dir(self.root / name):
+            raise self._not_found(name)
+
+    def _not_found(self, name: str) -> AppNotFoundError:
+        known = ", ".join(self.names()) or "none"
+        return AppNotFoundError(
+            f"Agent not found: {name!r}. No app folder of that name in AGENTS_DIR (apps: {known})."
+        )
+
+    async def runner(self, name: str) -> Runner:
+        """The app's runner, loading its agent on first use."""
+        found = self._runners.get(name)
+        if found is not None:
+            return found
+        self.check(name)
+        async with self._lock:
+            found = self._runners.get(name)
+            if found is None:
+                found = self._build(name)
+                self._runners[name] = found
+        return found
+
+    async def root_agent(self, name: str) -> BaseAgent:
+        return (await self.runner(name)).agent
+
+    def _build(self, name: str) -> Runner:
+        from rondo.runner import Runner
+
+        agent = _load_root_agent(self.root / name)
+        services = self._services
+        return Runner(
+            agent=agent,
+            app_name=name,
+            session_service=services.sessions,
+            artifact_service=services.artifacts,
+            memory_service=services.memory,
+        )
+
+    async def close(self) -> None:
+        """Close every loaded runner's toolsets (MCP connections, processes)."""
+        runners = list(self._runners.values())
+        self._runners.clear()
+        for runner in runners:
+            try:
+                await runner.close()
+            except Exception:  # one app's failing close must not keep the others open
+                logger.exception("closing app %r failed", runner.app_name)
+
+
+def _load_root_agent(folder: Path) -> BaseAgent:
+    name = folder.name
+    try:
+        module = _import_app(folder)
+    except Exception as exc:
+        logger.exception("app %r failed to load", name)
+        raise AppLoadError(f"app {name!r} cannot be loaded: {type(exc).__name__}: {exc}") from exc
+    agent = getattr(module, "root_agent", None)
+    if agent is None:
+        child = getattr(module, "agent", None)
+        agent = getattr(child, "root_agent", None) if isinstance(child, ModuleType) else None
+    if agent is None:
+        raise AppLoadError(f"app {name!r} defines no `root_agent` (in agent.py or __init__.py)")
+    if not isinstance(agent, BaseAgent):
+        raise AppLoadError(
+            f"`root_agent` of app {name!r} is a {type(agent).__name__}, not a rondo agent"
+        )
+    return agent
+
+
+def _import_app(folder: Path) -> ModuleType:
+    """Import the app folder as a package under a private name, then its `agent` module.
+
+    A private name keeps a folder called e.g. `json` from shadowing the standard library;
+    loading it as a package lets its files import each other relatively.
+    """
+    package = f"_rondo_app_{folder.name}"
+    # As with ADK, an app may import AGENTS_DIR's other folders (`from chat import tools`);
+    # as with `rondo run`, it may import its own sibling files (`import helpers`).
+    for entry in (str(folder.parent), str(folder)):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    for key in [k for k in sys.modules if k == package or k.startswith(f"{package}.")]:
+        del sys.modules[key]  # a fresh load, after a failed one or in a test run
+    init = folder / "__init__.py"
+    spec = importlib.util.spec_from_file_location(
+        package,
+        init if init.is_file() else folder / "agent.py",
+        submodule_search_locations=[str(folder)],
+    )
+    if spec is None or spec.loader is None:  # pragma: no cover - a readable .py always has one
+        raise ImportError(f"cannot load {folder}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[package] = module
+    try:
+        spec.loader.exec_module(module)
+        if init.is_file() and (folder / "agent.py").is_file() and not hasattr(module, "agent"):
+            module = importlib.import_module(f"{package}.agent")
+    except BaseException:
+        sys.modules.pop(package, None)
+        raise
+    return module

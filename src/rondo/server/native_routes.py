@@ -1,0 +1,165 @@
+"""rondo's own routes: the lifecycle stream over SSE and decisions on pending calls (SPEC W2).
+
+The lifecycle stream is rondo's typed view of a run (`run_start` … `run_end`), each event its
+`model_dump(mode="json")` on one `data:` line; `rondo.lifecycle.parse_lifecycle_event` reads
+it back. A decision on a pending call is sent as the message that answers it, so the run
+resumes exactly as `Runner` resumes it for a library user.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, cast
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from rondo.events import PendingCall
+from rondo.lifecycle import to_json
+from rondo.server.auth import caller, owner
+from rondo.server.errors import BadRequestError, NotFoundError, SafeRoute, stream_error
+from rondo.server.runs import start_run
+from rondo.server.state import ServerState, server_state
+from rondo.server.streams import dumps, open_stream
+from rondo.server.wire import RunAgentRequest
+from rondo.types import Content, Part
+
+__all__ = ["LifecycleRunRequest", "PendingDecision", "router"]
+
+router = APIRouter(tags=["rondo"], route_class=SafeRoute)
+
+_SESSION = "/apps/{app_name}/users/{user_id}/sessions/{session_id}"
+
+_STREAM_DOC: dict[int | str, dict[str, Any]] = {
+    200: {
+        "content": {"text/event-stream": {}},
+        "description": "The run's lifecycle events, one `data: <event JSON>` line each "
+        '(`{"type": "run_start", ...}` … `{"type": "run_end", ...}`), then a blank line. A '
+        'run that fails ends with `data: {"type": "error", "error": "..."}`.',
+    }
+}
+
+
+class LifecycleRunRequest(RunAgentRequest):
+    """`/run_sse`'s body; here `streaming` defaults to true (token-by-token `reason_delta`)."""
+
+    streaming: bool = Field(
+        default=True, description="Stream the model's output as `reason_delta` events."
+    )
+
+
+class PendingDecision(BaseModel):
+    """A decision on a pending call.
+
+    For a confirmation: `approve` runs the tool (`result`, if given, is the confirmation's
+    payload), `reject` refuses it (`comment` tells the model why), `skip` records
+    `observation` as its result without running it. For a long-running call: `approve`
+    delivers `result` (required) as the call's result, `reject` delivers a refusal, `skip`
+    delivers `observation`.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["approve", "reject", "skip"]
+    comment: str | None = None
+    observation: Any = None
+    result: Any = None
+    streaming: bool = Field(default=True, description="Stream the model's output, as above.")
+
+
+def _lifecycle_frames(event: Any) -> list[bytes]:
+    return [b"data: " + to_json(event).encode() + b"\n\n"]
+
+
+def _lifecycle_error(exc: BaseException) -> dict[str, Any]:
+    return {"type": "error", **stream_error(exc)}
+
+
+@router.post("/run_lifecycle", response_class=Response, responses=_STREAM_DOC)
+async def run_lifecycle(body: LifecycleRunRequest, request: Request) -> Response:
+    """Run one invocation and stream rondo's lifecycle events."""
+    state = server_state(request)
+    started = await start_run(state, caller(request), body)
+    return await open_stream(
+        started.lifecycle(),
+        _lifecycle_frames,
+        release=started.release,
+        error_payload=_lifecycle_error,
+    )
+
+
+async def _pending(
+    state: ServerState, app_name: str, user_id: str, session_id: str
+) -> list[PendingCall]:
+    state.apps.check(app_name)
+    session = await state.sessions.get_session(
+        app_name=app_name, user_id=user_id, session_id=session_id, num_recent_events=0
+    )
+    if session is None:
+        raise NotFoundError("Session not found")
+    return session.pending
+
+
+@router.get(_SESSION + "/pending", response_model=list[PendingCall])
+async def list_pending(app_name: str, user_id: str, session_id: str, request: Request) -> Response:
+    """The calls the session's last run waits on (confirmations, long-running tools)."""
+    state = owner(request, user_id)
+    pending = await _pending(state, app_name, user_id, session_id)
+    return Response(
+        dumps([p.model_dump(mode="json") for p in pending]), media_type="application/json"
+    )
+
+
+def answer(call: PendingCall, decision: PendingDecision) -> Part:
+    """The message part that carries `decision` on `call`."""
+    if call.kind == "confirmation":
+        if decision.decision == "approve":
+            return call.approve(decision.result)
+        if decision.decision == "reject":
+            return call.reject(decision.comment)
+        return call.skip(decision.observation)
+    if decision.decision == "approve":
+        if decision.result is None:
+            raise BadRequestError(
+                f"call {call.call_id!r} is a long-running {call.tool_name!r} call: approving it "
+                "needs its `result`"
+            )
+        return call.respond(_as_dict(decision.result))
+    if decision.decision == "reject":
+        refusal = "rejected by the user" + (f": {decision.comment}" if decision.comment else "")
+        return call.respond({"error": refusal})
+    return call.respond(_as_dict(decision.observation))
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return cast(dict[str, Any], value)
+    return {"result": value}
+
+
+@router.post(_SESSION + "/pending/{call_id}", response_class=Response, responses=_STREAM_DOC)
+async def decide_pending(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    call_id: str,
+    body: PendingDecision,
+    request: Request,
+) -> Response:
+    """Decide on one pending call; the run resumes and streams like `/run_lifecycle`."""
+    state = owner(request, user_id)
+    pending = await _pending(state, app_name, user_id, session_id)
+    call = next((p for p in pending if p.call_id == call_id), None)
+    if call is None:
+        raise NotFoundError(f"no pending call {call_id!r} in session {session_id!r}")
+    resume = LifecycleRunRequest(
+        app_name=app_name, user_id=user_id, session_id=session_id, streaming=body.streaming
+    )
+    message = Content(role="user", parts=[answer(call, body)])
+    started = await start_run(state, caller(request), resume, message=message)
+    return await open_stream(
+        started.lifecycle(),
+        _lifecycle_frames,
+        release=started.release,
+        error_payload=_lifecycle_error,
+    )

@@ -1,0 +1,33 @@
+"""What every route reads: the apps, the stores, the auth and the runs going on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from fastapi import Request
+
+from rondo.server.streams import ActiveRuns
+
+if TYPE_CHECKING:
+    from rondo.artifacts.base import BaseArtifactService
+    from rondo.server.auth import TokenAuth
+    from rondo.server.discovery import AppRegistry
+    from rondo.sessions.base import BaseSessionService
+
+__all__ = ["ServerState", "server_state"]
+
+
+@dataclass
+class ServerState:
+    apps: AppRegistry
+    sessions: BaseSessionService
+    artifacts: BaseArtifactService
+    auth: TokenAuth | None = None
+    runs: ActiveRuns = field(default_factory=ActiveRuns)
+    # ADK's dev UI asks for telemetry consent; rondo sends none and only remembers the answer.
+    telemetry_consent: bool = False
+
+
+def server_state(request: Request) -> ServerState:
+    return request.app.state.rondo

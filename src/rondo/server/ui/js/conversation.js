@@ -1,0 +1,273 @@
+// The conversation of one session as a list of items (user messages, agent messages, tool
+// calls, plans, errors, run summaries), built two ways: live, by applying lifecycle events as
+// they stream; and after a reload, from the session's stored records (ADK's camelCase JSON).
+// Views subscribe and update the one item that changed.
+
+import { describeDetail } from "./api.js";
+
+export const CONFIRMATION_TOOL = "adk_request_confirmation";
+
+/** A pending call from either wire (lifecycle snake_case or a camelCase projection). */
+export function normalizePending(raw) {
+  const original = raw.original_call ?? raw.originalCall ?? null;
+  return {
+    callId: raw.call_id ?? raw.callId,
+    toolName: raw.tool_name ?? raw.toolName ?? "",
+    args: raw.args ?? {},
+    kind: raw.kind ?? "long_running",
+    hint: raw.hint ?? "",
+    runId: raw.run_id ?? raw.runId ?? "",
+    originalCall: original,
+    // The tool card this call belongs to: the guarded call for a confirmation.
+    cardKey: raw.original_call_id || raw.originalCallId || original?.id || (raw.call_id ?? raw.callId),
+  };
+}
+
+/** The text of a stream error event, whatever field the server put it in. */
+export function errorText(event) {
+  const value = event.error ?? event.detail ?? event.message ?? event.error_message ?? event.errorMessage;
+  if (typeof value === "string") return value;
+  if (value && typeof value === "object") return describeDetail(value.detail ?? value.message ?? value);
+  return "The run failed.";
+}
+
+const DECIDED_STATUS = { approve: "approved", reject: "rejected", skip: "skipped" };
+
+export class Conversation {
+  constructor() {
+    this.items = [];
+    this.byKey = new Map();
+    this.listeners = new Set();
+    this.running = false;
+    this._seq = 0;
+  }
+
+  subscribe(listener) {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** The tool cards that wait for a decision. */
+  get pendingCards() {
+    return this.items.filter((item) => item.kind === "tool" && item.status === "pending");
+  }
+
+  // -- building blocks -----------------------------------------------------------------------
+
+  _emit(item, isNew) {
+    for (const listener of this.listeners) listener(item, isNew);
+  }
+
+  _add(item) {
+    item.key = item.key || `${item.kind}-${++this._seq}`;
+    this.items.push(item);
+    this.byKey.set(item.key, item);
+    this._emit(item, true);
+    return item;
+  }
+
+  _update(item, changes) {
+    Object.assign(item, changes);
+    this._emit(item, false);
+    return item;
+  }
+
+  _tool(callId, name, args) {
+    const existing = this.byKey.get(callId);
+    if (existing) return existing;
+    return this._add({ kind: "tool", key: callId, callId, name, args: args || {}, status: "running", progress: [] });
+  }
+
+  addUser(text) {
+    return this._add({ kind: "user", text });
+  }
+
+  addError(text) {
+    return this._add({ kind: "error", text });
+  }
+
+  /**
+   * A decision the server accepted on `card`. A confirmation's resumed run reports it
+   * (`hitl_decided`, then the call's own events); a long-running call's result arrives as the
+   * message itself, so the card records what was sent.
+   */
+  settle(card, decision, body) {
+    if (card.status !== "pending") return;
+    const delivered = decision === "approve" ? body.result : decision === "skip" ? body.observation : undefined;
+    this._update(card, {
+      decision,
+      comment: body.comment,
+      pending: null,
+      status: decision === "approve" ? "done" : DECIDED_STATUS[decision],
+      result: delivered === undefined ? card.result : delivered,
+    });
+  }
+
+  /** The run ended without its end (stopped, failed, cut off): nothing is running any more. */
+  interrupt(text) {
+    this.running = false;
+    for (const item of this.items) {
+      if (item.kind === "tool" && item.status === "running") this._update(item, { status: "interrupted" });
+      if (item.kind === "agent" && item.streaming) this._update(item, { streaming: false });
+    }
+    if (text) this.addError(text);
+  }
+
+  // -- live: lifecycle events ----------------------------------------------------------------
+
+  /** Apply one lifecycle event (unknown types are ignored, as the wire format allows). */
+  apply(ev) {
+    const handler = LIVE[ev.type];
+    if (handler) handler(this, ev);
+  }
+
+  _agentFor(ev) {
+    const key = `reason-${ev.reason_id}`;
+    const existing = this.byKey.get(key);
+    if (existing) return existing;
+    return this._add({ kind: "agent", key, author: ev.node || ev.agent_name, text: "", thinking: "", streaming: true });
+  }
+
+  _setPending(rawList) {
+    for (const raw of rawList || []) {
+      const pending = normalizePending(raw);
+      const card = this._tool(pending.cardKey, pending.originalCall?.name || pending.toolName, pending.originalCall?.args || pending.args);
+      this._update(card, { status: "pending", pending, result: undefined });
+    }
+  }
+
+  // -- after a reload: stored records --------------------------------------------------------
+
+  /** Rebuild from `GET .../sessions/{id}` events and the session's pending calls. */
+  static fromRecords(events, pending = []) {
+    const conversation = new Conversation();
+    const confirmations = new Map(); // confirmation call id -> guarded call id
+    for (const event of events || []) {
+      if (event.partial) continue;
+      conversation._record(event, confirmations);
+    }
+    for (const item of conversation.items) {
+      if (item.kind === "tool" && item.status === "running") item.status = "unanswered";
+    }
+    conversation._setPending(pending);
+    return conversation;
+  }
+
+  _record(event, confirmations) {
+    const parts = event.content?.parts || [];
+    const fromUser = event.author === "user";
+    const text = parts.filter((p) => p.text && !p.thought).map((p) => p.text).join("");
+    const thinking = parts.filter((p) => p.text && p.thought).map((p) => p.text).join("");
+    if (fromUser && text) this.addUser(text);
+    if (!fromUser && (text || thinking)) {
+      this._add({ kind: "agent", key: `event-${event.id}`, author: event.author, text, thinking, streaming: false });
+    }
+    for (const part of parts) {
+      const call = part.functionCall;
+      if (call) this._recordCall(call, confirmations);
+      const response = part.functionResponse;
+      if (response) this._recordResponse(response, confirmations);
+    }
+    if (event.errorMessage || event.errorCode) {
+      this.addError([event.errorCode, event.errorMessage].filter(Boolean).join(": "));
+    }
+  }
+
+  _recordCall(call, confirmations) {
+    if (call.name === CONFIRMATION_TOOL) {
+      const original = call.args?.originalFunctionCall;
+      if (original?.id) confirmations.set(call.id, original.id);
+      return;
+    }
+    this._tool(call.id, call.name, call.args);
+  }
+
+  _recordResponse(response, confirmations) {
+    if (response.name === CONFIRMATION_TOOL) {
+      const card = this.byKey.get(confirmations.get(response.id));
+      const decision = response.response?.decision || (response.response?.confirmed ? "approve" : "reject");
+      if (card) this._update(card, { decision, status: DECIDED_STATUS[decision] || card.status });
+      return;
+    }
+    const card = this._tool(response.id, response.name, {});
+    const result = response.response;
+    const onlyError = result && typeof result === "object" && Object.keys(result).length === 1 && "error" in result;
+    if (card.decision) this._update(card, { result, status: card.decision === "approve" ? "done" : DECIDED_STATUS[card.decision] });
+    else if (onlyError && result.error === "confirmation required") this._update(card, { status: "unanswered", result });
+    else if (onlyError) this._update(card, { status: "error", error: String(result.error), result: undefined });
+    else this._update(card, { status: "done", result });
+  }
+}
+
+// One handler per lifecycle event type.
+const LIVE = {
+  run_start(c) {
+    c.running = true;
+  },
+  reason_delta(c, ev) {
+    if (ev.kind === "text_delta" || ev.kind === "thinking_delta") {
+      const item = c._agentFor(ev);
+      const field = ev.kind === "thinking_delta" || ev.is_thinking ? "thinking" : "text";
+      c._update(item, { [field]: item[field] + (ev.text || ""), streaming: true });
+    }
+  },
+  reason_end(c, ev) {
+    const parts = ev.event?.content?.parts || [];
+    const text = parts.filter((p) => p.text && !p.thought).map((p) => p.text).join("");
+    const thinking = parts.filter((p) => p.text && p.thought).map((p) => p.text).join("");
+    const key = `reason-${ev.reason_id}`;
+    const item = c.byKey.get(key);
+    // The stored record is the answer; deltas were only its preview (SPEC V4).
+    if (item) c._update(item, { text: text || item.text, thinking: thinking || item.thinking, streaming: false, durationMs: ev.duration_ms });
+    else if (text || thinking) c._add({ kind: "agent", key, author: ev.node || ev.agent_name, text, thinking, streaming: false, durationMs: ev.duration_ms });
+    const record = ev.event;
+    if (record && (record.error_message || record.error_code)) {
+      c.addError([record.error_code, record.error_message].filter(Boolean).join(": "));
+    }
+  },
+  action_start(c, ev) {
+    for (const call of ev.tool_calls || []) c._tool(call.id, call.name, call.args);
+  },
+  tool_call_start(c, ev) {
+    const card = c._tool(ev.call_id, ev.tool_name, ev.args);
+    const status = card.decision && card.decision !== "approve" ? card.status : "running";
+    c._update(card, { name: ev.tool_name, args: ev.args || card.args, status, startedAt: ev.timestamp });
+  },
+  tool_call_progress(c, ev) {
+    const card = c._tool(ev.call_id, ev.tool_name, ev.args);
+    c._update(card, { progress: [...card.progress, ev.chunk] });
+  },
+  tool_call_end(c, ev) {
+    const card = c._tool(ev.call_id, ev.tool_name, ev.args);
+    const result = ev.result;
+    let status = ev.error ? "error" : "done";
+    if (!ev.error && result?.error === "confirmation required") status = "pending";
+    if (card.decision === "reject" || card.decision === "skip") status = DECIDED_STATUS[card.decision];
+    c._update(card, { result, error: ev.error || undefined, durationMs: ev.duration_ms, status });
+  },
+  hitl_pending(c, ev) {
+    c._setPending(ev.pending);
+  },
+  hitl_decided(c, ev) {
+    const card = c._tool(ev.call_id, ev.tool_name, ev.args);
+    c._update(card, { decision: ev.decision, comment: ev.comment, pending: null, status: DECIDED_STATUS[ev.decision] });
+  },
+  plan_update(c, ev) {
+    const key = `plan-${ev.run_id}`;
+    const plan = c.byKey.get(key);
+    const plans = ev.plans?.length ? ev.plans : plan?.plans || [];
+    if (plan) c._update(plan, { plans, index: ev.index, stage: ev.stage });
+    else c._add({ kind: "plan", key, plans, index: ev.index, stage: ev.stage });
+  },
+  run_end(c, ev) {
+    c.running = false;
+    for (const item of c.items) {
+      if (item.kind === "agent" && item.streaming) c._update(item, { streaming: false });
+    }
+    if (ev.pending?.length) c._setPending(ev.pending);
+    c._add({ kind: "run", metrics: ev.metrics || {}, abnormal: Boolean(ev.is_abnormal), pending: (ev.pending || []).length });
+  },
+  error(c, ev) {
+    c.interrupt(errorText(ev));
+  },
+};

@@ -1,0 +1,405 @@
+// rondo's web UI: wires the views to the API and keeps the open app and session in the URL
+// (`#/apps/{app}/sessions/{id}`), so a reload or a shared link opens the same conversation,
+// rebuilt from the session's stored records.
+
+import { Api, ApiError } from "./api.js";
+import { ChatView } from "./chat_view.js";
+import { Composer } from "./composer.js";
+import { Conversation } from "./conversation.js";
+import { askCredentials, Toasts } from "./dialogs.js";
+import { h, replace } from "./dom.js";
+import { Header } from "./header.js";
+import { Inspector } from "./inspector.js";
+import { SessionsView, titles } from "./sessions_view.js";
+
+const USER_KEY = "rondo.user";
+
+/** `#/apps/{app}` or `#/apps/{app}/sessions/{id}` → {app, session}. */
+function parseRoute(hash) {
+  const parts = hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
+  if (parts[0] !== "apps" || !parts[1]) return { app: null, session: null };
+  return { app: parts[1], session: parts[2] === "sessions" && parts[3] ? parts[3] : null };
+}
+
+function routeOf(app, session) {
+  const base = `#/apps/${encodeURIComponent(app)}`;
+  return session ? `${base}/sessions/${encodeURIComponent(session)}` : base;
+}
+
+class App {
+  constructor(root) {
+    this.user = localStorage.getItem(USER_KEY) || "user";
+    this.api = new Api({ askToken: (message) => this.askToken(message) });
+    this.apps = [];
+    this.app = null;
+    this.sessionId = null;
+    this.conversation = null;
+    this.live = new Map(); // session key -> {conversation, controller} of a streaming run
+    this.toasts = new Toasts();
+    this.header = new Header({
+      onApp: (name) => this.go(name, null),
+      onUser: (user) => this.changeUser(user),
+      onSignOut: () => this.signOut(),
+      onToggleInspector: () => this.toggleInspector(),
+    });
+    this.sessions = new SessionsView({
+      onNew: () => this.newSession(),
+      onOpen: (id) => this.go(this.app, id),
+      onDelete: (id) => this.deleteSession(id),
+      titleKey: (id) => this.key(id),
+    });
+    this.chat = new ChatView({ onDecide: (card, decision, note) => this.decide(card, decision, note) });
+    this.composer = new Composer({ onSend: (text) => this.send(text), onStop: () => this.stop() });
+    this.inspector = new Inspector({ loadArtifact: (name, version) => this.loadArtifact(name, version) });
+    this.chatTitle = h("div", { class: "chat-title" });
+    this.layout = h(
+      "div",
+      { class: "layout" },
+      h("aside", { class: "sidebar" }, this.sessions.el),
+      h("main", { class: "chat" }, this.chatTitle, this.chat.el, this.composer.el),
+      this.inspector.el,
+    );
+    this.layout.classList.toggle("no-inspector", localStorage.getItem("rondo.inspector") === "hidden");
+    root.replaceChildren(this.header.el, this.layout, this.toasts.el);
+    this.header.showUser(this.user);
+    this.header.showAuth(this.api.hasToken);
+    window.addEventListener("hashchange", () => this.route());
+  }
+
+  /** A 401 asks for the token and the user id it belongs to (the paths must name that user). */
+  async askToken(message) {
+    const { token, user } = await askCredentials(message, this.user);
+    if (user !== this.user) this.changeUser(user);
+    this.header.showAuth(true);
+    return token;
+  }
+
+  key(session = this.sessionId) {
+    return `${this.app}/${this.user}/${session}`;
+  }
+
+  async start() {
+    this.api.version().then((info) => this.header.showVersion(info), () => {});
+    try {
+      this.apps = (await this.api.listApps()) || [];
+      this.header.showAuth(this.api.hasToken);
+    } catch (error) {
+      this.showFatal(error);
+      return;
+    }
+    await this.route();
+  }
+
+  go(app, session) {
+    const target = app ? routeOf(app, session) : "#/";
+    if (location.hash !== target) location.hash = target;
+    else this.route();
+  }
+
+  // -- routing -------------------------------------------------------------------------------
+
+  async route() {
+    let { app, session } = parseRoute(location.hash);
+    if (!app && this.apps.length === 1) {
+      location.replace(routeOf(this.apps[0], null));
+      return;
+    }
+    this.header.showApps(this.apps, app);
+    if (!app) return this.showAppChooser();
+    if (!this.apps.includes(app)) {
+      this.showMissing(`There is no app named “${app}” here.`, this.apps.length ? `Pick one of: ${this.apps.join(", ")}.` : "");
+      return;
+    }
+    const appChanged = app !== this.app;
+    this.app = app;
+    if (session && session === this.sessionId && this.conversation) {
+      this.sessions.setActive(session); // already on screen (e.g. just created by a send)
+      return;
+    }
+    this.sessionId = session;
+    if (appChanged || !session) this.refreshSessions();
+    else this.sessions.setActive(session);
+    if (session) await this.openSession(session);
+    else this.showDraft();
+  }
+
+  showAppChooser() {
+    this.app = null;
+    this.sessionId = null;
+    this.sessions.show([], null);
+    this.setChatTitle("Choose an app");
+    this.inspector.clear("Choose an app first.");
+    const cards = this.apps.map((name) => h("a", { class: "app-card", href: routeOf(name, null) }, h("strong", {}, name), h("span", {}, "Open")));
+    this.chat.show(null, this.apps.length ? [h("h2", {}, "Which agent?"), h("div", { class: "app-cards" }, cards)] : noApps());
+  }
+
+  showMissing(title, text) {
+    this.conversation = null;
+    this.setChatTitle("Not found");
+    this.chat.show(null, [h("h2", {}, title), h("p", {}, text)]);
+    this.inspector.clear(title);
+  }
+
+  showDraft() {
+    this.conversation = new Conversation();
+    this.setChatTitle("New session");
+    this.chat.show(this.conversation, [h("h2", {}, `Talk to ${this.app}`), h("p", {}, "Type a message below and press Enter. A new session starts with your first message.")]);
+    this.inspector.clear("The session starts with your first message.");
+    this.composer.setRunning(false);
+    this.composer.setPlaceholder(`Message ${this.app}…`);
+    this.composer.focus();
+  }
+
+  async openSession(id) {
+    const key = this.key(id);
+    const live = this.live.get(key);
+    this.setChatTitle(titles.get(key) || `Session ${id}`);
+    this.composer.setPlaceholder(`Message ${this.app}…`);
+    if (live) {
+      this.conversation = live.conversation;
+      this.chat.show(this.conversation);
+      this.composer.setRunning(true);
+      return;
+    }
+    this.composer.setRunning(false);
+    try {
+      const [session, pending] = await Promise.all([this.api.getSession(this.app, this.user, id), this.loadPending(id)]);
+      if (this.key(id) !== this.key()) return; // the user moved on meanwhile
+      this.conversation = Conversation.fromRecords(session.events, pending);
+      const first = this.conversation.items.find((item) => item.kind === "user");
+      if (first) {
+        titles.set(key, first.text);
+        this.setChatTitle(titles.get(key));
+      }
+      this.chat.show(this.conversation, [h("h2", {}, "An empty session"), h("p", {}, "Type a message below and press Enter.")]);
+      this.inspector.showSession(session, `rondo.timeline:${key}`);
+      this.refreshArtifacts();
+      this.composer.focus();
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) {
+        this.showMissing("This session does not exist.", `No session ${id} of user “${this.user}” in ${this.app}: it was deleted, or it belongs to another user id.`);
+      } else {
+        this.showMissing("The session could not be opened.", error.message);
+      }
+    }
+  }
+
+  async loadPending(id) {
+    try {
+      return (await this.api.pending(this.app, this.user, id)) || [];
+    } catch (error) {
+      this.toasts.error(error.message, "Could not list the pending calls");
+      return [];
+    }
+  }
+
+  setChatTitle(text) {
+    const id = this.sessionId && text !== `Session ${this.sessionId}` ? this.sessionId : "";
+    replace(this.chatTitle, h("span", { class: "chat-title-text" }, text), id ? h("span", { class: "chat-title-id", title: "Session id" }, id) : null);
+    document.title = this.app ? `${text} · ${this.app} · rondo` : "rondo";
+  }
+
+  // -- sessions ------------------------------------------------------------------------------
+
+  async refreshSessions() {
+    if (!this.app) return;
+    const app = this.app;
+    try {
+      const sessions = (await this.api.listSessions(app, this.user)) || [];
+      if (app === this.app) this.sessions.show(sessions, this.sessionId);
+    } catch (error) {
+      this.toasts.error(error.message, "Could not list the sessions");
+    }
+  }
+
+  async newSession() {
+    if (!this.app) return;
+    try {
+      const session = await this.api.createSession(this.app, this.user);
+      this.go(this.app, session.id);
+      this.refreshSessions();
+    } catch (error) {
+      this.toasts.error(error.message, "Could not create a session");
+    }
+  }
+
+  async deleteSession(id) {
+    try {
+      await this.api.deleteSession(this.app, this.user, id);
+    } catch (error) {
+      this.toasts.error(error.message, "Could not delete the session");
+      return;
+    }
+    titles.remove(this.key(id));
+    sessionStorage.removeItem(`rondo.timeline:${this.key(id)}`);
+    if (id === this.sessionId) this.go(this.app, null);
+    this.refreshSessions();
+  }
+
+  changeUser(user) {
+    this.user = user;
+    localStorage.setItem(USER_KEY, user);
+    this.header.showUser(user);
+    this.sessionId = null;
+    this.conversation = null;
+    if (this.app) {
+      this.refreshSessions();
+      this.go(this.app, null);
+    }
+  }
+
+  signOut() {
+    this.api.forgetToken();
+    location.reload();
+  }
+
+  toggleInspector() {
+    if (matchMedia("(max-width: 1100px)").matches) {
+      this.layout.classList.toggle("inspector-open"); // a drawer, not a remembered layout
+      return;
+    }
+    const hidden = this.layout.classList.toggle("no-inspector");
+    localStorage.setItem("rondo.inspector", hidden ? "hidden" : "shown");
+  }
+
+  // -- runs ----------------------------------------------------------------------------------
+
+  async send(text) {
+    if (!this.app || this.live.has(this.key())) return;
+    const conversation = this.conversation || new Conversation();
+    conversation.addUser(text);
+    if (!this.sessionId) {
+      try {
+        const session = await this.api.createSession(this.app, this.user);
+        this.sessionId = session.id;
+        this.conversation = conversation;
+        location.hash = routeOf(this.app, session.id); // route() sees it is already shown
+        this.inspector.showSession(session, `rondo.timeline:${this.key()}`);
+        this.refreshSessions();
+      } catch (error) {
+        conversation.addError(`Could not create a session: ${error.message}`);
+        return;
+      }
+    }
+    titles.set(this.key(), text);
+    this.setChatTitle(titles.get(this.key()));
+    const { app, user, sessionId: session } = this;
+    await this.stream(conversation, session, (signal) => this.api.runLifecycle({ app, user, session, text, signal }));
+  }
+
+  async decide(card, decision, note) {
+    const body = { decision };
+    if (card.pending.kind === "long_running" && decision === "approve") {
+      try {
+        body.result = JSON.parse(note);
+      } catch {
+        this.toasts.error(`Approving ${card.name} delivers its result: type it as JSON first, e.g. {"status": "done"}.`, "Not sent");
+        return;
+      }
+    } else if (note && decision === "reject") body.comment = note;
+    else if (note && decision === "skip") body.observation = note;
+    const { app, user, sessionId: session } = this;
+    const callId = card.pending.callId;
+    const conversation = this.conversation;
+    const accepted = await this.stream(conversation, session, (signal) => this.api.decide({ app, user, session, callId, decision: body, signal }));
+    if (accepted) conversation.settle(card, decision, body);
+  }
+
+  /**
+   * Stream one run into `conversation`; the inspector and the session list follow it.
+   * Resolves to whether the server accepted the run (it sent at least one event).
+   */
+  async stream(conversation, session, open) {
+    const key = this.key(session);
+    if (this.live.has(key)) return false;
+    const controller = new AbortController();
+    this.live.set(key, { conversation, controller });
+    this.composer.setRunning(true);
+    let ended = false;
+    let accepted = false;
+    try {
+      for await (const ev of open(controller.signal)) {
+        accepted = true;
+        conversation.apply(ev);
+        this.recordLifecycle(key, ev);
+        if (ev.type === "run_end" || ev.type === "error") ended = true;
+      }
+      if (controller.signal.aborted) conversation.interrupt("Stopped. The run was cancelled.");
+      else if (!ended) conversation.interrupt("The stream closed before the run ended (the server stopped, or the connection dropped).");
+    } catch (error) {
+      conversation.interrupt(error.name === "AbortError" ? "Stopped. The run was cancelled." : error.message);
+    } finally {
+      conversation.running = false;
+      this.live.delete(key);
+      if (key === this.key()) {
+        this.composer.setRunning(false);
+        this.refreshDetails();
+      }
+      this.refreshSessions();
+    }
+    return accepted;
+  }
+
+  stop() {
+    this.live.get(this.key())?.controller.abort();
+  }
+
+  recordLifecycle(key, ev) {
+    if (key === this.key()) {
+      this.inspector.pushLifecycle(ev);
+      return;
+    }
+    const storageKey = `rondo.timeline:${key}`;
+    try {
+      const stored = JSON.parse(sessionStorage.getItem(storageKey) || "[]");
+      stored.push(ev);
+      sessionStorage.setItem(storageKey, JSON.stringify(stored.slice(-2000)));
+    } catch {
+      // Storage full: this run's timeline is not kept.
+    }
+  }
+
+  async refreshDetails() {
+    if (!this.sessionId) return;
+    const key = this.key();
+    try {
+      const session = await this.api.getSession(this.app, this.user, this.sessionId);
+      if (key === this.key()) this.inspector.showSession(session, `rondo.timeline:${key}`);
+    } catch (error) {
+      this.toasts.error(error.message, "Could not refresh the session");
+    }
+    this.refreshArtifacts();
+  }
+
+  async refreshArtifacts() {
+    const key = this.key();
+    try {
+      const names = (await this.api.listArtifacts(this.app, this.user, this.sessionId)) || [];
+      if (key === this.key()) this.inspector.showArtifacts(names);
+    } catch (error) {
+      this.toasts.error(error.message, "Could not list the artifacts");
+    }
+  }
+
+  async loadArtifact(name, version) {
+    const versions = (await this.api.artifactVersions(this.app, this.user, this.sessionId, name)) || [];
+    const part = await this.api.artifact(this.app, this.user, this.sessionId, name, version);
+    return { versions: versions.length ? versions : [version ?? 0], part };
+  }
+
+  showFatal(error) {
+    this.setChatTitle("Not connected");
+    this.chat.show(null, [h("h2", {}, "The server could not be reached"), h("p", {}, error.message), h("button", { class: "btn", type: "button", onClick: () => location.reload() }, "Try again")]);
+  }
+}
+
+function noApps() {
+  return [
+    h("h2", {}, "No apps found"),
+    h("p", {}, "AGENTS_DIR holds one folder per app, each with an agent.py (or __init__.py) that defines root_agent."),
+  ];
+}
+
+const app = new App(document.getElementById("app"));
+window.rondo = app; // for the browser console: rondo.conversation, rondo.api …
+app.start();
