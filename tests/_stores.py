@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,10 +26,17 @@ from rondo.memory.base import BaseMemoryService
 from rondo.memory.memory import InMemoryMemoryService
 from rondo.sessions.base import BaseSessionService
 from rondo.sessions.memory import InMemorySessionService
+from tests._require import require_module
 
 DEFAULT_POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
-BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-SQL_BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+# "aiosqlite": the same SQLite store through `sqlite+aiosqlite://` (the URL names the driver).
+BACKENDS = [
+    "memory",
+    "sqlite",
+    "aiosqlite",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+]
+SQL_BACKENDS = ["sqlite", "aiosqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
 def _dsn(url: str) -> str:
@@ -130,6 +138,26 @@ class Backend:
         self._opened.append(service)
         return service
 
+    async def execute_sql(self, sql: str) -> None:
+        """Run SQL on the storage directly (not through rondo): set-up, sabotage."""
+        if self.name in ("sqlite", "aiosqlite"):
+            assert self.url is not None
+            conn = sqlite3.connect(self.url.split(":///", 1)[1])
+            try:
+                conn.executescript(sql)
+            finally:
+                conn.close()
+            return
+        import asyncpg  # pyright: ignore[reportMissingTypeStubs]
+
+        assert self.name == "postgres"
+        assert self.url is not None
+        conn = await asyncpg.connect(_dsn(self.url), **self.engine_kwargs.get("connect_args", {}))
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
     async def close(self) -> None:
         for service in self._opened:
             await service.close()
@@ -143,17 +171,22 @@ async def open_backend(
     if name == "memory":
         return Backend("memory"), None
     if name == "sqlite":
-        return Backend("sqlite", f"sqlite+aiosqlite:///{tmp_path / 'sessions.db'}"), None
+        return Backend("sqlite", f"sqlite:///{tmp_path / 'sessions.db'}"), None
+    if name == "aiosqlite":
+        require_module(
+            "aiosqlite", what="AIOSQLITE", install="pip install 'rondo-agents[aiosqlite]'"
+        )
+        return Backend("aiosqlite", f"sqlite+aiosqlite:///{tmp_path / 'sessions.db'}"), None
     url = postgres()
     schema = await create_schema(url)
     return Backend("postgres", url, postgres_kwargs(schema)), lambda: drop_schema(url, schema)
 
 
-@pytest.fixture(params=BACKENDS)
-async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
-    """Each session-store back end in turn, empty."""
+async def _opened(
+    request: pytest.FixtureRequest, name: str, tmp_path: Path
+) -> AsyncIterator[Backend]:
     opened, cleanup = await open_backend(
-        request.param, tmp_path, lambda: request.getfixturevalue("postgres_url")
+        name, tmp_path, lambda: request.getfixturevalue("postgres_url")
     )
     try:
         yield opened
@@ -161,17 +194,26 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         await opened.close()
         if cleanup is not None:
             await cleanup()
+
+
+@pytest.fixture(params=BACKENDS)
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    """Each session-store back end in turn, empty."""
+    async for opened in _opened(request, request.param, tmp_path):
+        yield opened
 
 
 @pytest.fixture(params=SQL_BACKENDS)
 async def sql_backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
     """The durable back ends only (SQLite, PostgreSQL), empty."""
-    opened, cleanup = await open_backend(
-        request.param, tmp_path, lambda: request.getfixturevalue("postgres_url")
-    )
-    try:
+    async for opened in _opened(request, request.param, tmp_path):
         yield opened
-    finally:
-        await opened.close()
-        if cleanup is not None:
-            await cleanup()
+
+
+@pytest.fixture
+async def postgres_backend(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[Backend]:
+    """PostgreSQL only, in a schema of its own (skips when the server is unreachable)."""
+    async for opened in _opened(request, "postgres", tmp_path):
+        yield opened

@@ -27,7 +27,10 @@ if TYPE_CHECKING:
         InstructionError,
         InvalidArtifactNameError,
         InvalidCallbackError,
+        InvalidIdError,
         InvalidMessageError,
+        InvalidPageError,
+        InvalidStateValueError,
         LlmCallsLimitExceeded,
         MissingAPIKeyError,
         ModelAuthError,
@@ -117,6 +120,8 @@ _EXPORTS: dict[str, str] = {
     "InstructionError": "rondo.errors",
     "InvalidArtifactNameError": "rondo.errors",
     "InvalidCallbackError": "rondo.errors",
+    "InvalidIdError": "rondo.errors",
+    "InvalidStateValueError": "rondo.errors",
     "LlmCallsLimitExceeded": "rondo.errors",
     "ModelError": "rondo.errors",
     "ModelNotFoundError": "rondo.errors",
@@ -148,6 +153,7 @@ _EXPORTS: dict[str, str] = {
     "RemoteAgentFailedError": "rondo.errors",
     "RemoteAgentTimeoutError": "rondo.errors",
     "RemoteAgentUnreachableError": "rondo.errors",
+    "InvalidPageError": "rondo.errors",
 }
 
 __all__ = [
@@ -175,7 +181,10 @@ __all__ = [
     "InstructionError",
     "InvalidArtifactNameError",
     "InvalidCallbackError",
+    "InvalidIdError",
     "InvalidMessageError",
+    "InvalidPageError",
+    "InvalidStateValueError",
     "InvocationContext",
     "ListSessionsResponse",
     "LlmAgent",

@@ -29,11 +29,14 @@
     │   ├── RemoteAgentTimeoutError (also TimeoutError)  it did not answer in time
     │   ├── AgentCardError                      its agent card is missing or not a valid card
     │   └── RemoteAgentFailedError              it answered with an error or a failed task
+    ├── InvalidStateValueError (also ValueError)    a state value that is not JSON (SPEC G3)
     └── SessionError
         ├── SessionNotFoundError
         ├── SessionExistsError                  create_session with an id already in use
         ├── StaleSessionError                   append through an out-of-date session handle
-        └── SchemaVersionError                  the database holds an older/newer schema
+        ├── SchemaVersionError                  the database holds an older/newer schema
+        ├── InvalidIdError (also ValueError)    an empty or malformed app name, user or session id
+        └── InvalidPageError (also ValueError)  list_sessions: a limit below 1, a foreign page token
 
 Tool failures are *not* exceptions for the run: they become `{"error": ...}` function responses
 the model can react to (SPEC T3). `ToolArgumentsError`, `ToolNotFoundError` and
@@ -55,7 +58,10 @@ __all__ = [
     "InstructionError",
     "InvalidArtifactNameError",
     "InvalidCallbackError",
+    "InvalidIdError",
     "InvalidMessageError",
+    "InvalidPageError",
+    "InvalidStateValueError",
     "LlmCallsLimitExceeded",
     "MissingAPIKeyError",
     "ModelAuthError",
@@ -251,6 +257,19 @@ class RemoteAgentFailedError(RemoteAgentError):
     """The remote agent answered with an error, or its task failed, was canceled or rejected."""
 
 
+class InvalidStateValueError(RondoError, ValueError):
+    """A state value is not JSON (a set, NaN, bytes, an object...): nothing was written.
+
+    `key` is the state key written; `path` the keys and list indexes inside its value that lead
+    to the offending part (empty when it is the value itself).
+    """
+
+    def __init__(self, message: str, *, key: object = None, path: tuple[str | int, ...] = ()):
+        super().__init__(message)
+        self.key = key
+        self.path = path
+
+
 class SessionError(RondoError):
     """Base class of session-store errors."""
 
@@ -269,6 +288,16 @@ class StaleSessionError(SessionError):
 
 class SchemaVersionError(SessionError):
     """The database schema version does not match this version of rondo."""
+
+
+class InvalidPageError(SessionError, ValueError):
+    """`list_sessions` was asked for a page that cannot exist: a limit below 1, or a page token
+    this store did not issue."""
+
+
+class InvalidIdError(SessionError, ValueError):
+    """An app name, user id or session id that is empty, too long or holds a character it may
+    not have (see `rondo.sessions.base.check_ids`)."""
 
 
 class ToolError(RondoError):

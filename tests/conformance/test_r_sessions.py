@@ -9,8 +9,13 @@ process would (for the in-memory store it returns the one service).
 from __future__ import annotations
 
 import asyncio
+import datetime
+import decimal
+import enum
+import math
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import aclosing
 from pathlib import Path
@@ -31,7 +36,16 @@ from rondo import (
     ToolContext,
 )
 from rondo.artifacts import BaseArtifactService, FileArtifactService, InMemoryArtifactService
-from rondo.errors import InvalidArtifactNameError, SessionError, SessionNotFoundError
+from rondo.errors import (
+    InvalidArtifactNameError,
+    InvalidIdError,
+    InvalidPageError,
+    InvalidStateValueError,
+    RondoError,
+    SessionError,
+    SessionExistsError,
+    SessionNotFoundError,
+)
 from rondo.events import EventCompaction, ToolConfirmation
 from rondo.sessions.base import BaseSessionService, Session
 from rondo.testing import ScriptedModel
@@ -457,6 +471,276 @@ async def test_r4_stale_handles_racing_on_one_session_lose_cleanly(backend: Back
     assert len(losers) == 7
     stored = await get(backend.make(), session)
     assert [e.id for e in stored.events] == [winners[0].id]
+
+
+async def test_r4_ids_that_are_not_ids_are_refused_the_same_way_on_every_store(
+    backend: Backend,
+) -> None:
+    service = backend.make()
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"session_id": ""}, "the session id is empty; pass None to have one generated"),
+        ({"session_id": "a/b"}, "session id 'a/b' may hold only letters, digits and . _ ~ : @ -"),
+        ({"session_id": "a b"}, "session id 'a b' may hold only"),
+        ({"session_id": "%2F"}, "session id '%2F' may hold only"),
+        ({"session_id": ".."}, "may not be . or .."),
+        ({"session_id": "s" * 129}, "is 129 characters long; at most 128"),
+        ({"session_id": "é"}, "session id 'é' may hold only"),
+        ({"session_id": 7}, "a session id must be a str, not int"),
+        ({"user_id": ""}, "the user id is empty"),
+        ({"user_id": "   "}, "the user id is empty"),
+        ({"user_id": " bob"}, "user id ' bob' starts or ends with whitespace"),
+        ({"user_id": "bo\x00b"}, "holds a control character or a lone surrogate"),
+        ({"app_name": "a\nb"}, "app name 'a\\nb' holds a control character"),
+        ({"app_name": "x" * 129}, "is 129 characters long; at most 128"),
+        ({"app_name": None}, "app name must be a str, not NoneType"),
+    ]
+    for bad, message in cases:
+        key = {"app_name": APP, "user_id": "u1", "session_id": "s1", **bad}
+        calls = [
+            service.create_session(**key),
+            service.get_session(**key),
+            service.delete_session(**key),
+        ]
+        if "session_id" not in bad:
+            calls.append(service.list_sessions(app_name=key["app_name"], user_id=key["user_id"]))
+        for call in calls:
+            with pytest.raises(InvalidIdError) as caught:
+                await call
+            assert message in str(caught.value)
+            assert isinstance(caught.value, ValueError)
+    # Nothing was created by any of it: never a silent new random session.
+    assert (await service.list_sessions(app_name=APP)).sessions == []
+
+
+async def test_r4_list_sessions_refuses_a_page_that_cannot_exist(backend: Backend) -> None:
+    service = backend.make()
+    with pytest.raises(InvalidPageError, match="page_token"):
+        await service.list_sessions(app_name=APP, page_token="not-a-token")
+    with pytest.raises(InvalidPageError, match="limit must be at least 1"):
+        await service.list_sessions(app_name=APP, limit=0)
+
+
+async def test_r4_ids_in_every_common_shape_are_accepted(backend: Backend) -> None:
+    service = backend.make()
+    session_ids = ["3f2a9c1e-8b7d-4e6f-a1b2-c3d4e5f60718", "s_1.2~x:y@z-", "s" * 128]
+    users = ["alice@example.com", "auth0|5f7c", "Jane Doe", "用户"]
+    for i, sid in enumerate(session_ids):
+        app, user = ("My App", users[i % len(users)]) if i % 2 else (APP, users[i])
+        await service.create_session(app_name=app, user_id=user, session_id=sid)
+        found = await backend.make().get_session(app_name=app, user_id=user, session_id=sid)
+        assert found is not None
+        assert (found.app_name, found.user_id, found.id) == (app, user, sid)
+
+
+async def test_r4_concurrent_creation_of_one_session_fails_once_with_session_exists(
+    backend: Backend,
+) -> None:
+    """Two creates of one id at once — from one service, and from two instances (on
+    PostgreSQL: two connections) — make one session; the other gets `SessionExistsError`
+    and none of its state is applied."""
+    for n, makers in enumerate([(backend.make, None), (backend.make, backend.make)]):
+        first = makers[0]()
+        second = first if makers[1] is None else makers[1]()
+        sid = f"race{n}"
+        results = await asyncio.gather(
+            first.create_session(
+                app_name=APP, user_id="u1", session_id=sid, state={"who": 1, f"user:{sid}": 1}
+            ),
+            second.create_session(
+                app_name=APP, user_id="u1", session_id=sid, state={"who": 2, f"user:{sid}": 2}
+            ),
+            return_exceptions=True,
+        )
+        errors = [r for r in results if isinstance(r, BaseException)]
+        made = [r for r in results if isinstance(r, Session)]
+        assert len(made) == 1, results
+        assert [type(e) for e in errors] == [SessionExistsError]
+        stored = await get(backend.make(), made[0])
+        assert stored.state["who"] == made[0].state["who"]
+        assert stored.state[f"user:{sid}"] == made[0].state["who"]
+
+
+# -- G3: state values are JSON, one rule in every store ----------------------------------------
+
+
+class _Opaque:
+    pass
+
+
+def _nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+NOT_JSON = [
+    pytest.param(
+        {"user:prefs": {"tags": {"a"}}},
+        "state key 'user:prefs' → 'tags': a set is not JSON; use a list",
+        id="set",
+    ),
+    pytest.param(
+        {"k": frozenset()}, "state key 'k': a frozenset is not JSON; use a list", id="frozenset"
+    ),
+    pytest.param(
+        {"k": (1, 2)},
+        "state key 'k': a tuple is not JSON (it would come back as a list); use a list",
+        id="tuple",
+    ),
+    pytest.param(
+        {"k": b"x"},
+        "state key 'k': bytes is not JSON; store text (e.g. base64) or save an artifact",
+        id="bytes",
+    ),
+    pytest.param(
+        {"k": datetime.datetime(2026, 1, 1)},
+        "state key 'k': a datetime is not JSON; store value.isoformat()",
+        id="datetime",
+    ),
+    pytest.param(
+        {"k": decimal.Decimal("1.5")},
+        "state key 'k': a Decimal is not JSON; use a float, an int or a string",
+        id="decimal",
+    ),
+    pytest.param({"k": math.nan}, "state key 'k': NaN is not JSON; use None or a string", id="nan"),
+    pytest.param(
+        {"app:k": [1, {"x": math.inf}]},
+        "state key 'app:k' → [1] → 'x': inf is not JSON; use None or a string",
+        id="nested-inf",
+    ),
+    pytest.param(
+        {"k": -math.inf}, "state key 'k': -inf is not JSON; use None or a string", id="-inf"
+    ),
+    pytest.param(
+        {"k": {"a": {1: "x"}}},
+        "state key 'k' → 'a': the dict key 1 is not a string (JSON's keys are)",
+        id="int-key",
+    ),
+    pytest.param(
+        {"k": "a\x00b"},
+        "state key 'k': the string contains a NUL character (\\x00), which PostgreSQL cannot store",
+        id="nul",
+    ),
+    pytest.param(
+        {"k": ["\ud800"]},
+        "state key 'k' → [0]: the string contains a lone surrogate, which is not UTF-8",
+        id="surrogate",
+    ),
+    pytest.param(
+        {"k": _Opaque()},
+        "state key 'k': a _Opaque is not JSON; use a dict, list, str, number, bool or None",
+        id="object",
+    ),
+    pytest.param(
+        {"k": Content.user("x")},
+        "state key 'k': a Content is not JSON; store value.model_dump(mode='json')",
+        id="model",
+    ),
+    pytest.param(
+        {"k": _nested(70)},
+        "state key 'k' → [0] → [0] → [0] → … → [0] → [0]: nested deeper than 64 levels "
+        "(is it a cycle?)",
+        id="too-deep",
+    ),
+    pytest.param(
+        {"temp:scratch": {1}}, "state key 'temp:scratch': a set is not JSON; use a list", id="temp"
+    ),
+]
+
+BEFORE = {"k": 0, "user:prefs": {"tags": []}, "app:k": 1}
+
+
+@pytest.mark.parametrize(("delta", "message"), NOT_JSON)
+async def test_g3_a_value_that_is_not_json_is_refused_and_nothing_is_stored(
+    backend: Backend, delta: dict[str, Any], message: str
+) -> None:
+    service = backend.make()
+    session = await service.create_session(app_name=APP, user_id="u1", state=BEFORE)
+    event = Event(
+        author="agent", content=Content.model("hi"), actions=EventActions(state_delta=delta)
+    )
+    with pytest.raises(InvalidStateValueError) as caught:
+        await service.append_event(session, event)
+    assert str(caught.value) == message
+    assert isinstance(caught.value, RondoError)
+    assert isinstance(caught.value, ValueError)
+    assert caught.value.key == next(iter(delta))
+    assert (session.version, len(session.events)) == (0, 0)
+    stored = await get(backend.make(), session)
+    assert (stored.version, len(stored.events), stored.state) == (0, 0, BEFORE)
+    # The handle is still current, and a JSON write goes through.
+    await service.append_event(session, delta_event({"k": 1}))
+    assert (await get(backend.make(), session)).state["k"] == 1
+
+    with pytest.raises(InvalidStateValueError) as created:
+        await service.create_session(app_name=APP, user_id="u1", session_id="bad", state=delta)
+    assert str(created.value) == message
+    assert await backend.make().get_session(app_name=APP, user_id="u1", session_id="bad") is None
+
+
+async def test_g3_state_keys_must_be_strings(backend: Backend) -> None:
+    with pytest.raises(InvalidStateValueError, match="state key 1: state keys must be strings"):
+        await backend.make().create_session(app_name=APP, user_id="u1", state={1: "x"})  # type: ignore[dict-item]  # pyright: ignore[reportArgumentType]
+
+
+class Colour(enum.StrEnum):
+    RED = "red"
+
+
+class Size(enum.IntEnum):
+    BIG = 3
+
+
+JSON_VALUES: dict[str, Any] = {
+    "text": 'héllo ✓ \u2028 "quoted" \x01\t',
+    "empty": "",
+    "big": 2**70,
+    "negative": -3,
+    "float": 0.1,
+    "whole_float": 2.0,
+    "yes": True,
+    "no": False,
+    "none": None,
+    "list": [1, "two", [3.5, None], {}, []],
+    "dict": {"nested": {"deep": [True, {"x": _nested(60)}]}},
+    "enum": Colour.RED,
+    "int_enum": Size.BIG,
+    "ordered": OrderedDict(b=1, a=2),
+}
+
+
+JSON_TYPES: dict[str, type] = {
+    "text": str,
+    "empty": str,
+    "big": int,
+    "negative": int,
+    "float": float,
+    "whole_float": float,
+    "yes": bool,
+    "no": bool,
+    "none": type(None),
+    "list": list,
+    "dict": dict,
+    "enum": str,
+    "int_enum": int,
+    "ordered": dict,
+}
+
+
+async def test_g3_json_values_come_back_equal_from_every_store(backend: Backend) -> None:
+    service = backend.make()
+    state = {f"{scope}{k}": v for scope in ("", "app:", "user:") for k, v in JSON_VALUES.items()}
+    session = await service.create_session(app_name=APP, user_id="u1", state=state)
+    later = {f"{k}_later": v for k, v in state.items()}
+    await service.append_event(session, delta_event(later))
+    stored = await get(backend.make(), session)
+    assert stored.state == {**state, **later}
+    for key, value in stored.state.items():
+        # bool stays bool, int stays int, float stays float; enums come back as their value.
+        base = JSON_TYPES[key.removeprefix("app:").removeprefix("user:").removesuffix("_later")]
+        assert isinstance(value, base), key
+        assert base is bool or not isinstance(value, bool), key
 
 
 # -- R3: state scopes --------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""SqlSessionService internals: schema versions, URLs, atomicity, the event-log cache, SQLite
-locking. The behaviour shared with the in-memory store is in conformance/test_r_sessions.py."""
+"""SqlSessionService internals: schema versions, URLs and drivers, atomicity, the event-log
+cache across instances, round trips, SQLite locking. The behaviour shared with the in-memory
+store is in conformance/test_r_sessions.py."""
 
 from __future__ import annotations
 
@@ -12,18 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 from pydantic import ValidationError
 
 import rondo.sessions._schema as schema_module
 import rondo.sessions._sqlengine as engine_module
 import rondo.sessions.sql as sql_module
 from rondo import Content, Event, EventActions
-from rondo.errors import ConfigurationError, SchemaVersionError, StaleSessionError
+from rondo.errors import ConfigurationError, SchemaVersionError, SessionError, StaleSessionError
 from rondo.sessions.sql import SqlSessionService, default_sqlite_url
-from tests._stores import Backend, postgres_url, sql_backend
+from tests._require import require_module
+from tests._stores import Backend, postgres_backend, postgres_url, sql_backend
 
-__all__ = ["postgres_url", "sql_backend"]
+__all__ = ["postgres_backend", "postgres_url", "sql_backend"]
 
 
 def text(t: str, **kw: Any) -> Event:
@@ -31,7 +32,7 @@ def text(t: str, **kw: Any) -> Event:
 
 
 def sqlite_service(tmp_path: Path, **kw: Any) -> SqlSessionService:
-    return SqlSessionService(f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}", **kw)
+    return SqlSessionService(f"sqlite:///{tmp_path / 'db.sqlite'}", **kw)
 
 
 def test_importing_rondo_does_not_import_sqlalchemy() -> None:
@@ -43,11 +44,24 @@ def test_importing_rondo_does_not_import_sqlalchemy() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_the_sqlite_store_imports_only_the_stdlib_driver(tmp_path: Path) -> None:
+    """Core dependencies are what the core imports: the default store needs neither aiosqlite,
+    asyncpg nor SQLAlchemy's async layer (greenlet)."""
+    code = (
+        "import asyncio, sys; from rondo.sessions.sql import SqlSessionService; "
+        f"s = SqlSessionService({str(tmp_path / 'x.db')!r}); "
+        "asyncio.run(s.create_session(app_name='a', user_id='u')); asyncio.run(s.close()); "
+        "bad = [m for m in ('aiosqlite', 'asyncpg', 'greenlet', 'sqlalchemy.ext.asyncio') "
+        "if m in sys.modules]; assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 async def test_default_url_is_rondo_sessions_db_and_creates_the_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert default_sqlite_url() == f"sqlite+aiosqlite:///{tmp_path / '.rondo' / 'sessions.db'}"
+    assert default_sqlite_url() == f"sqlite:///{tmp_path / '.rondo' / 'sessions.db'}"
     assert (tmp_path / ".rondo").is_dir()
     service = SqlSessionService()
     try:
@@ -60,13 +74,48 @@ async def test_default_url_is_rondo_sessions_db_and_creates_the_directory(
 
 
 def test_urls_that_cannot_work_are_refused(tmp_path: Path) -> None:
-    for url in ("sqlite+aiosqlite://", "sqlite+aiosqlite:///:memory:", "sqlite://"):
+    for url in ("sqlite+aiosqlite://", "sqlite+aiosqlite:///:memory:", "sqlite://", ":memory:"):
         with pytest.raises(ConfigurationError, match="in-memory"):
             SqlSessionService(url)
-    with pytest.raises(ConfigurationError, match="unsupported database"):
-        SqlSessionService("mysql+aiomysql://x@localhost/db")
+    # A driver rondo does not run is refused, never silently replaced by another.
+    for url in ("mysql+aiomysql://x@localhost/db", "postgresql+psycopg://x@localhost/db"):
+        with pytest.raises(ConfigurationError, match="unsupported database"):
+            SqlSessionService(url)
     with pytest.raises(ConfigurationError, match="synchronous"):
         sqlite_service(tmp_path, sqlite_synchronous="SOMETIMES")
+
+
+async def test_the_url_names_the_driver_that_runs(tmp_path: Path) -> None:
+    aiosqlite = require_module(
+        "aiosqlite", what="AIOSQLITE", install="pip install 'rondo-agents[aiosqlite]'"
+    )
+    db = tmp_path / "one.db"
+    plain, aio, path = (
+        SqlSessionService(f"sqlite:///{db}"),
+        SqlSessionService(f"sqlite+aiosqlite:///{db}"),
+        SqlSessionService(db),
+    )
+    try:
+        assert type(plain._db).__name__ == "_StdlibSqlite"  # pyright: ignore[reportPrivateUsage]
+        assert type(path._db).__name__ == "_StdlibSqlite"  # pyright: ignore[reportPrivateUsage]
+        assert type(aio._db).__name__ == "_AioSqlite"  # pyright: ignore[reportPrivateUsage]
+        assert (plain.url, aio.url) == (f"sqlite:///{db}", f"sqlite+aiosqlite:///{db}")
+        # aiosqlite really runs: its own thread, and the same file the stdlib driver reads.
+        session = await aio.create_session(app_name="a", user_id="u", session_id="s")
+        event = text("through aiosqlite", actions=EventActions(state_delta={"k": 1}))
+        await aio.append_event(session, event)
+        assert isinstance(aio._db._conn, aiosqlite.Connection)  # type: ignore[attr-defined]  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
+        found = await plain.get_session(app_name="a", user_id="u", session_id="s")
+        assert found is not None
+        assert ([e.text for e in found.events], found.state) == (["through aiosqlite"], {"k": 1})
+        await plain.append_event(found, text("through sqlite3"))
+        again = await aio.get_session(app_name="a", user_id="u", session_id="s")
+        assert again is not None
+        assert [e.text for e in again.events] == ["through aiosqlite", "through sqlite3"]
+        assert (await path.get_session(app_name="a", user_id="u", session_id="s")) is not None
+    finally:
+        for service in (plain, aio, path):
+            await service.close()
 
 
 async def test_plain_sqlite_url_and_nested_directory_work(tmp_path: Path) -> None:
@@ -83,18 +132,17 @@ async def test_plain_sqlite_url_and_nested_directory_work(tmp_path: Path) -> Non
 # -- schema versions --------------------------------------------------------------------------
 
 
-async def _set_version(url: str, version: int) -> None:
-    engine = sa.create_engine(url.replace("+aiosqlite", ""))
-    with engine.begin() as conn:
-        conn.execute(sa.text("UPDATE rondo_schema SET version = :v"), {"v": version})
-    engine.dispose()
+async def _set_version(path: Path, version: int) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE rondo_schema SET version = ?", (version,))
+    conn.close()
 
 
 async def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     service = sqlite_service(tmp_path)
     await service.create_session(app_name="a", user_id="u", session_id="s")
     await service.close()
-    await _set_version(f"sqlite:///{tmp_path / 'db.sqlite'}", schema_module.SCHEMA_VERSION + 1)
+    await _set_version(tmp_path / "db.sqlite", schema_module.SCHEMA_VERSION + 1)
     newer = sqlite_service(tmp_path)
     with pytest.raises(SchemaVersionError, match="newer"):
         await newer.get_session(app_name="a", user_id="u", session_id="s")
@@ -108,13 +156,13 @@ async def test_an_older_schema_is_migrated_only_when_asked(
     session = await service.create_session(app_name="a", user_id="u", session_id="s")
     await service.append_event(session, text("kept"))
     await service.close()
-    await _set_version(f"sqlite:///{tmp_path / 'db.sqlite'}", schema_module.SCHEMA_VERSION - 1)
+    await _set_version(tmp_path / "db.sqlite", schema_module.SCHEMA_VERSION - 1)
 
     applied: list[int] = []
 
-    def step(conn: sa.Connection) -> None:
+    async def step(ex: engine_module.Executor) -> None:
         applied.append(schema_module.SCHEMA_VERSION - 1)
-        conn.execute(sa.text("CREATE TABLE migrated_marker (x INTEGER)"))
+        await ex.script("CREATE TABLE migrated_marker (x INTEGER)")
 
     monkeypatch.setitem(schema_module.MIGRATIONS, schema_module.SCHEMA_VERSION - 1, step)
 
@@ -139,7 +187,7 @@ async def test_an_older_schema_without_a_migration_is_refused(tmp_path: Path) ->
     service = sqlite_service(tmp_path)
     await service.create_session(app_name="a", user_id="u")
     await service.close()
-    await _set_version(f"sqlite:///{tmp_path / 'db.sqlite'}", 0)
+    await _set_version(tmp_path / "db.sqlite", 0)
     old = sqlite_service(tmp_path, migrate=True)
     with pytest.raises(SchemaVersionError, match="no migration"):
         await old.list_sessions(app_name="a")
@@ -169,21 +217,17 @@ async def test_table_prefix_keeps_two_stores_apart(tmp_path: Path) -> None:
 
 
 async def test_r3_a_failure_inside_the_append_transaction_stores_nothing(
-    sql_backend: Backend, monkeypatch: pytest.MonkeyPatch
+    sql_backend: Backend,
 ) -> None:
     service = sql_backend.make()
     assert isinstance(service, SqlSessionService)
     session = await service.create_session(app_name="a", user_id="u", state={"k": 0})
-
-    def boom(*args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("disk on fire")
-
-    # The user-scope merge runs after the version bump and the event insert.
-    monkeypatch.setattr(SqlSessionService, "_merge_scopes", boom)
+    # The database itself fails the user-scope merge, the last write of the append (on
+    # PostgreSQL inside the one statement, on SQLite after the version bump and the insert).
+    await sql_backend.execute_sql(FAIL_USER_STATE_WRITES[sql_backend.name])
     event = Event(author="agent", actions=EventActions(state_delta={"k": 1, "user:x": 1}))
-    with pytest.raises(RuntimeError, match="disk on fire"):
+    with pytest.raises(Exception, match="disk on fire"):
         await service.append_event(session, event)
-    monkeypatch.undo()
     assert session.version == 0
     assert len(session.events) == 0
 
@@ -193,6 +237,20 @@ async def test_r3_a_failure_inside_the_append_transaction_stores_nothing(
     # The handle is still current: the next append goes through.
     await service.append_event(session, Event(author="agent"))
     assert session.version == 1
+
+
+_SQLITE_BOOM = (
+    "CREATE TRIGGER boom BEFORE INSERT ON rondo_user_states "
+    "BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
+)
+FAIL_USER_STATE_WRITES = {
+    "sqlite": _SQLITE_BOOM,
+    "aiosqlite": _SQLITE_BOOM,
+    "postgres": "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS "
+    "$$ BEGIN RAISE EXCEPTION 'disk on fire'; END $$; "
+    "CREATE TRIGGER boom BEFORE INSERT ON rondo_user_states "
+    "FOR EACH ROW EXECUTE FUNCTION boom()",
+}
 
 
 # -- the event-log cache -----------------------------------------------------------------------
@@ -289,15 +347,6 @@ async def test_a_handle_known_stale_is_refused_without_a_round_trip(tmp_path: Pa
     await service.close()
 
 
-async def test_list_sessions_refuses_bad_arguments(tmp_path: Path) -> None:
-    service = sqlite_service(tmp_path)
-    with pytest.raises(ValueError, match="page_token"):
-        await service.list_sessions(app_name="a", page_token="not-a-token")
-    with pytest.raises(ValueError, match="limit"):
-        await service.list_sessions(app_name="a", limit=0)
-    await service.close()
-
-
 # -- SQLite locking and durability -------------------------------------------------------------
 
 
@@ -321,13 +370,14 @@ async def test_sqlite_checkpoints_the_wal_on_its_thread(
 ) -> None:
     monkeypatch.setattr(engine_module, "_CHECKPOINT_EVERY", 5)
     threads: list[str] = []
-    real = engine_module.Database._checkpoint  # pyright: ignore[reportPrivateUsage]
+    stdlib = engine_module._StdlibSqlite  # pyright: ignore[reportPrivateUsage]
+    real = stdlib._checkpoint  # pyright: ignore[reportPrivateUsage]
 
-    def checkpoint(self: engine_module.Database) -> None:
+    def checkpoint(self: Any) -> None:
         threads.append(threading.current_thread().name)
         real(self)
 
-    monkeypatch.setattr(engine_module.Database, "_checkpoint", checkpoint)
+    monkeypatch.setattr(stdlib, "_checkpoint", checkpoint)
     service = sqlite_service(tmp_path)
     session = await service.create_session(app_name="a", user_id="u", session_id="s")
     for i in range(14):
@@ -388,10 +438,19 @@ async def test_decoded_records_share_their_empty_parts_and_stay_equal(tmp_path: 
     await reader.append_event(loaded, copy)
     assert first.actions.is_empty()
 
-    # G1: a stored record cannot be changed in place, so sharing is safe by construction.
+    # G1: a stored record cannot be changed in place, so sharing is safe by construction...
     with pytest.raises(ValidationError, match="frozen"):
         first.actions = EventActions(state_delta={"oops": 1})
-    for service in (writer, reader):
+    # ...except for the dicts a frozen record holds: changing the shared empty one is reported
+    # at the next read instead of spreading silently.
+    first.actions.state_delta["oops"] = 1
+    third = sqlite_service(tmp_path)
+    try:
+        with pytest.raises(SessionError, match="modified in place"):
+            await third.get_session(app_name="a", user_id="u", session_id="s")
+    finally:
+        first.actions.state_delta.clear()
+    for service in (writer, reader, third):
         await service.close()
 
 
@@ -407,3 +466,114 @@ async def test_a_cleared_derived_cache_never_duplicates_events(tmp_path: Path) -
     assert [e.text for e in again.events] == ["one", "two"]
     assert [e.text for e in session.events] == ["one", "two"]
     await service.close()
+
+
+# -- W5: instances of one store on one database (replicas) -------------------------------------
+
+
+async def test_w5_instances_taking_turns_each_load_only_the_events_the_other_appended(
+    sql_backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rondo import Agent, Runner
+    from rondo.testing import ScriptedModel
+
+    decoded: list[str] = []
+    real = sql_module._decode_event  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(sql_module, "_decode_event", lambda p: decoded.append(p) or real(p))
+    models = [ScriptedModel(["one-1", "one-2"]), ScriptedModel(["two-1", "two-2"])]
+    services = [sql_backend.make(), sql_backend.make()]
+    runners = [
+        Runner(agent=Agent(name="bot", model=m), app_name="a", session_service=s)
+        for m, s in zip(models, services, strict=True)
+    ]
+
+    async def turn(instance: int, text: str) -> None:
+        async for _ in runners[instance].run_async(user_id="u", session_id="s", new_message=text):
+            pass
+
+    await turn(0, "hello")  # creates the session: its own events, nothing to decode
+    assert len(decoded) == 0
+    await turn(1, "from two")  # never saw the session: loads its 2 events
+    assert len(decoded) == 2
+    await turn(0, "again")  # knows 2 events: loads the 2 the other instance appended
+    assert len(decoded) == 4
+    await turn(1, "last")
+    assert len(decoded) == 6
+    conversation = ["hello", "one-1", "from two", "two-1", "again", "one-2", "last"]
+    assert [c.text for c in models[1].requests[-1].contents] == conversation
+    assert [c.text for c in models[0].requests[-1].contents] == conversation[:5]
+    for service in [*services, sql_backend.make()]:
+        found = await service.get_session(app_name="a", user_id="u", session_id="s")
+        assert found is not None
+        assert [e.text for e in found.events] == [*conversation, "two-2"]
+        assert found.version == 8
+
+
+async def test_w5_an_instance_sees_state_and_pending_another_instance_wrote(
+    sql_backend: Backend,
+) -> None:
+    one, two = sql_backend.make(), sql_backend.make()
+    session = await one.create_session(app_name="a", user_id="u", session_id="s", state={"n": 0})
+    seen = await two.get_session(app_name="a", user_id="u", session_id="s")
+    assert seen is not None
+    await one.append_event(session, text("x", actions=EventActions(state_delta={"n": 1})))
+    with pytest.raises(StaleSessionError):  # two's handle is older than the store
+        await two.append_event(seen, text("late"))
+    again = await two.get_session(app_name="a", user_id="u", session_id="s")
+    assert again is not None
+    assert (again.version, again.state, [e.text for e in again.events]) == (1, {"n": 1}, ["x"])
+    assert again.events.log is seen.events.log  # the same cached log, extended
+    await two.append_event(again, text("y", actions=EventActions(state_delta={"n": 2})))
+    back = await one.get_session(app_name="a", user_id="u", session_id="s")
+    assert back is not None
+    assert (back.version, back.state, [e.text for e in back.events]) == (2, {"n": 2}, ["x", "y"])
+
+
+async def test_w5_on_postgres_every_operation_is_one_statement(
+    postgres_backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One round trip each (asyncpg prepares a statement once per connection, and handing a
+    connection back to the pool costs none): an append with session, app and user deltas, a
+    create with scoped state, a read that brings the events another instance appended, a
+    delete. Counted at asyncpg's connection, so nothing the pool does is missed."""
+    import asyncpg  # pyright: ignore[reportMissingTypeStubs]
+
+    statements: list[str] = []
+    for name in ("fetch", "execute", "fetchrow", "fetchval", "executemany"):
+        real = getattr(asyncpg.Connection, name)
+
+        async def counted(self: Any, query: str, *args: Any, _real: Any = real, **kw: Any) -> Any:
+            statements.append(query)
+            return await _real(self, query, *args, **kw)
+
+        monkeypatch.setattr(asyncpg.Connection, name, counted)
+    one, two = postgres_backend.make(), postgres_backend.make()
+    await one.list_sessions(app_name="a")  # the schema check
+    await two.list_sessions(app_name="a")
+
+    def ops(before: int) -> int:
+        return len(statements) - before
+
+    n = len(statements)
+    state = {"k": 1, "app:a": 1, "user:u": 1}
+    session = await one.create_session(app_name="a", user_id="u", session_id="s", state=state)
+    assert ops(n) == 1
+    n = len(statements)
+    delta = {"k": 2, "app:a": 2, "user:u": 2, "temp:t": 0}
+    await one.append_event(session, Event(author="a", actions=EventActions(state_delta=delta)))
+    assert ops(n) == 1
+    n = len(statements)
+    await one.get_session(app_name="a", user_id="u", session_id="s")
+    assert ops(n) == 1
+    seen = await two.get_session(app_name="a", user_id="u", session_id="s")
+    assert seen is not None
+    await one.append_event(session, text("more"))
+    n = len(statements)
+    latest = await two.get_session(app_name="a", user_id="u", session_id="s")
+    assert ops(n) == 1
+    assert latest is not None
+    assert ([e.text for e in latest.events][-1], latest.state) == ("more", {"k": 2, "app:a": 2, "user:u": 2})  # fmt: skip
+    n = len(statements)
+    await one.delete_session(app_name="a", user_id="u", session_id="s")
+    assert ops(n) == 1
+    assert await two.get_session(app_name="a", user_id="u", session_id="s") is None

@@ -128,4 +128,4 @@ def open_session_service(db: str | None) -> tuple[BaseSessionService, str]:
         return SqlSessionService(db), db
     file = Path(db).expanduser().resolve()
     file.parent.mkdir(parents=True, exist_ok=True)
-    return SqlSessionService(f"sqlite+aiosqlite:///{file}"), str(db)
+    return SqlSessionService(file), str(db)  # a path: the stdlib sqlite3 driver

@@ -8,18 +8,26 @@ service. Memories live in the same kind of database as sessions, possibly the sa
 
 from __future__ import annotations
 
+import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.engine import URL, Connection
+from sqlalchemy.engine import URL
 
 from rondo.memory._text import event_text, words
 from rondo.memory.base import BaseMemoryService, MemoryEntry, SearchMemoryResponse
-from rondo.sessions._sqlengine import Database, Executor, VersionedSchema, version_table
+from rondo.sessions._sqlengine import (
+    Executor,
+    Sql,
+    VersionedSchema,
+    default_sqlite_url,
+    open_database,
+    version_table,
+)
 from rondo.sessions.base import Session
 from rondo.types import Content
 
@@ -55,26 +63,26 @@ class _MemoryTables:
             "memory", md, SCHEMA_VERSION, version_table=self.version, extra_ddl=self._ddl
         )
 
-    def _ddl(self, conn: Connection) -> None:
+    async def _ddl(self, ex: Executor) -> None:
         """The full-text index, in each database's own dialect."""
         t, fts = self.memories.name, self.fts
-        if conn.dialect.name == "postgresql":
-            conn.exec_driver_sql(
+        if ex.dialect == "postgresql":
+            await ex.script(
                 f"ALTER TABLE {t} ADD COLUMN tsv tsvector "
                 "GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED"
             )
-            conn.exec_driver_sql(f"CREATE INDEX {t}_tsv ON {t} USING GIN (tsv)")
+            await ex.script(f"CREATE INDEX {t}_tsv ON {t} USING GIN (tsv)")
             return
         # An external-content FTS5 index over `text`, kept in step by triggers.
-        conn.exec_driver_sql(
+        await ex.script(
             f"CREATE VIRTUAL TABLE {fts} USING fts5(text, content='{t}', content_rowid='id', "
             "tokenize='unicode61')"
         )
-        conn.exec_driver_sql(
+        await ex.script(
             f"CREATE TRIGGER {t}_ai AFTER INSERT ON {t} BEGIN "
             f"INSERT INTO {fts}(rowid, text) VALUES (new.id, new.text); END"
         )
-        conn.exec_driver_sql(
+        await ex.script(
             f"CREATE TRIGGER {t}_ad AFTER DELETE ON {t} BEGIN "
             f"INSERT INTO {fts}({fts}, rowid, text) VALUES ('delete', old.id, old.text); END"
         )
@@ -94,47 +102,45 @@ class SqlMemoryService(BaseMemoryService):
 
     def __init__(
         self,
-        url: str | URL | None = None,
+        url: str | URL | os.PathLike[str] | None = None,
         *,
         max_results: int = 20,
         migrate: bool = False,
         table_prefix: str = "rondo_",
-        **engine_kwargs: Any,
+        pool_size: int = 10,
+        connect_args: Mapping[str, Any] | None = None,
     ) -> None:
-        from rondo.sessions._sqlengine import default_sqlite_url
-
-        self._db = Database(url if url is not None else default_sqlite_url(), **engine_kwargs)
+        self._db = open_database(
+            url if url is not None else default_sqlite_url(),
+            pool_size=pool_size,
+            connect_args=connect_args,
+        )
         self._tables = _MemoryTables(table_prefix)
         self._migrate = migrate
         self.max_results = max_results
-        m = self._tables.memories
-        app, user = sa.bindparam("app", type_=sa.String()), sa.bindparam("user", type_=sa.String())
-        self._delete = m.delete().where(
-            m.c.app_name == app,
-            m.c.user_id == user,
-            m.c.session_id == sa.bindparam("sid", type_=sa.String()),
+        t, fts = self._tables.memories.name, self._tables.fts
+        pg = self._db.postgres
+        self._delete = Sql(
+            f"DELETE FROM {t} WHERE app_name = :app AND user_id = :user AND session_id = :sid"
         )
-        self._insert = m.insert()
-        columns = (m.c.session_id, m.c.author, m.c.timestamp, m.c.content)
-        limit = sa.bindparam("limit", type_=sa.Integer())
-        if self._db.postgres:
-            query = sa.func.to_tsquery("simple", sa.bindparam("q", type_=sa.String()))
-            tsv = sa.column("tsv", type_=sa.Text())
-            self._search = (
-                sa.select(*columns)
-                .where(m.c.app_name == app, m.c.user_id == user, tsv.op("@@")(query))
-                .order_by(sa.func.ts_rank(tsv, query).desc(), m.c.timestamp.desc())
-                .limit(limit)
+        self._insert = Sql(
+            f"INSERT INTO {t} (app_name, user_id, session_id, event_id, author, timestamp, "
+            "text, content) VALUES (:app_name, :user_id, :session_id, :event_id, :author, "
+            f":timestamp, :text, :content{'::jsonb' if pg else ''})"
+        )
+        columns = f"{t}.session_id, {t}.author, {t}.timestamp, {t}.content"
+        if pg:
+            query = "to_tsquery('simple', :q)"
+            self._search = Sql(
+                f"SELECT {columns} FROM {t} WHERE app_name = :app AND user_id = :user "
+                f"AND tsv @@ {query} ORDER BY ts_rank(tsv, {query}) DESC, timestamp DESC "
+                "LIMIT :limit"
             )
         else:
-            fts = sa.table(self._tables.fts, sa.column("rowid"), sa.column(self._tables.fts))
-            match = fts.c[self._tables.fts].op("MATCH")(sa.bindparam("q", type_=sa.String()))
-            self._search = (
-                sa.select(*columns)
-                .select_from(fts.join(m, m.c.id == fts.c.rowid))
-                .where(match, m.c.app_name == app, m.c.user_id == user)
-                .order_by(sa.func.bm25(sa.literal_column(self._tables.fts)), m.c.timestamp.desc())
-                .limit(limit)
+            self._search = Sql(
+                f"SELECT {columns} FROM {fts} JOIN {t} ON {t}.id = {fts}.rowid "
+                f"WHERE {fts} MATCH :q AND {t}.app_name = :app AND {t}.user_id = :user "
+                f"ORDER BY bm25({fts}), {t}.timestamp DESC LIMIT :limit"
             )
 
     async def migrate(self) -> None:
@@ -147,10 +153,15 @@ class SqlMemoryService(BaseMemoryService):
     async def _ready(self) -> None:
         await self._tables.schema.ready(self._db, migrate=self._migrate)
 
-    def _replace(self, conn: Executor, params: dict[str, Any], rows: list[dict[str, Any]]) -> None:
-        conn.execute(self._delete, params)
+    async def _replace(
+        self, ex: Executor, params: dict[str, Any], rows: list[dict[str, Any]]
+    ) -> None:
+        await ex.execute(self._delete, params)
         for row in rows:
-            conn.execute(self._insert, row)
+            await ex.execute(self._insert, row)
+
+    async def _find(self, ex: Executor, params: dict[str, Any]) -> Sequence[Sequence[Any]]:
+        return await ex.fetch(self._search, params)
 
     async def add_session_to_memory(self, session: Session) -> None:
         await self._ready()
@@ -167,7 +178,7 @@ class SqlMemoryService(BaseMemoryService):
                         "author": event.author,
                         "timestamp": event.timestamp,
                         "text": text,
-                        "content": event.content.model_dump(mode="json"),
+                        "content": event.content.model_dump_json(),
                     }
                 )
         params = {"app": session.app_name, "user": session.user_id, "sid": session.id}
@@ -182,11 +193,11 @@ class SqlMemoryService(BaseMemoryService):
             return SearchMemoryResponse()
         q = " | ".join(terms) if self._db.postgres else _fts5_query(terms)
         params = {"app": app_name, "user": user_id, "q": q, "limit": self.max_results}
-        rows = (await self._db.read(lambda conn: conn.execute(self._search, params))).rows
+        rows = await self._db.read(partial(self._find, params=params))
         return SearchMemoryResponse(
             memories=[
                 MemoryEntry(
-                    content=Content.model_validate(content),
+                    content=Content.model_validate_json(content),
                     author=author,
                     timestamp=timestamp,
                     session_id=session_id,

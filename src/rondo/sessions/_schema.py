@@ -1,4 +1,4 @@
-"""The session store's tables (schema version 1).
+"""The session store's tables (schema version 1), declared once for both dialects.
 
     rondo_app_states   (app_name)                       state
     rondo_user_states  (app_name, user_id)              state
@@ -8,6 +8,8 @@
 An event's `seq` is the session version it was appended at (0, 1, 2...), so the events of a
 handle read at version v are exactly those with `seq < v`, whatever else was committed since.
 States are JSONB on PostgreSQL, so a scope's delta merges atomically (`state || delta`).
+SQLAlchemy writes the DDL; the statements that read and write these tables are in
+`_statements.py`.
 """
 
 from __future__ import annotations

@@ -1,217 +1,297 @@
-"""The database under the SQL stores (sessions, memory): engines, transactions, schema versions.
+"""The database under the SQL stores (sessions, memory): drivers, transactions, schema versions.
 
-A store writes each transaction as a plain function of an `Executor` that runs prebuilt
-SQLAlchemy Core statements, and hands it to `Database.read` / `Database.write`:
+**The URL names the driver that runs** — nothing is swapped behind the caller's back:
 
-- **PostgreSQL** (`postgresql+asyncpg`): on the async engine, via `AsyncConnection.run_sync`.
-- **SQLite** (`sqlite+aiosqlite`, the embedded default): the statements, compiled once by
-  SQLAlchemy, run straight on the stdlib driver — in the event loop itself when that cannot
-  block (WAL, `synchronous=NORMAL`: a commit is tens of microseconds, no fsync, and a lock
-  held by another process sends the transaction to the thread), otherwise on the store's own
-  thread. aiosqlite would hop between threads once per driver call (~11 hops and ~4 ms of CPU
-  per append, measured here) where this costs none or one.
+- `sqlite:///path/to.db`, `sqlite+pysqlite:///…` or a plain file path: Python's own `sqlite3`,
+  the embedded default (`.rondo/sessions.db`). A transaction runs right in the event loop when
+  it cannot block — WAL with `synchronous=NORMAL`, where a commit is tens of microseconds and
+  never fsyncs — and otherwise (`synchronous=FULL`, or a lock another connection holds) on the
+  store's own thread, which waits for the lock.
+- `sqlite+aiosqlite:///…`: aiosqlite (the `aiosqlite` extra). Every statement is a hop to its
+  thread and back: several times the CPU per append of the stdlib path (bench/SESSIONS.md).
+- `postgresql://…`, `postgres://…` or `postgresql+asyncpg://…`: asyncpg (the `postgres` extra),
+  a pool of up to `pool_size` connections; each statement is prepared once per connection, and
+  a one-statement write runs without BEGIN/COMMIT: one round trip.
 
-Write transactions take SQLite's write lock up front (`BEGIN IMMEDIATE`), so a read-modify-write
-cannot interleave with another writer.
+Any other driver, and in-memory SQLite (which does not outlive its connection), is refused.
+`connect_args` go to `sqlite3.connect`, `aiosqlite.connect` or `asyncpg.create_pool` (e.g.
+`{"server_settings": {"search_path": "app"}}`, or `{"statement_cache_size": 0}` behind
+pgbouncer in transaction mode).
 
-Each component records its schema version in one small table. A store creates its tables only
-in a database that has none of them; an older version is migrated only when asked
-(`migrate=True` or `await store.migrate()`), never by a silent `create_all`.
+A store writes each transaction as an async function of an `Executor` and hands it to
+`Database.read` / `Database.write`. Statements are hand-written SQL (`Sql`) with `:name`
+parameters, which sqlite3 binds by name and which become `$1, $2…` for asyncpg. On the stdlib
+driver nothing in a transaction suspends — each statement runs synchronously — so the whole
+transaction runs to its end without yielding to the event loop (`_run_to_end`). Write
+transactions take SQLite's write lock up front (`BEGIN IMMEDIATE`), so a read-modify-write cannot
+interleave with another writer.
+
+Tables are declared once, as SQLAlchemy Core `Table`s, and SQLAlchemy writes their DDL for each
+dialect (`CreateTable(...).compile(dialect=...)`; nothing else of SQLAlchemy runs). Each component
+records its schema version in one small table. A store creates its tables only in a database
+that has none of them; an older version is migrated only when asked (`migrate=True` or `await
+store.migrate()`), never by a silent create.
 """
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import os
+import re
 import sqlite3
 import threading
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Literal, Protocol, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy import event as sa_event
-from sqlalchemy.engine import URL, Connection, Engine, make_url
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.engine import URL, make_url
 
-from rondo.errors import ConfigurationError, SchemaVersionError
+from rondo.errors import ConfigurationError, RondoError, SchemaVersionError
 
 __all__ = [
     "DEFAULT_SQLITE_PATH",
     "Database",
     "Executor",
     "Migration",
-    "Rows",
+    "Sql",
     "VersionedSchema",
     "default_sqlite_url",
+    "open_database",
     "version_table",
 ]
 
 DEFAULT_SQLITE_PATH = ".rondo/sessions.db"
 
 T = TypeVar("T")
-Migration = Callable[[Connection], None]
+Dialect = Literal["sqlite", "postgresql"]
+Transaction = Callable[["Executor"], Coroutine[Any, Any, T]]
+# Upgrades one component's schema from version n to n + 1, inside one transaction.
+Migration = Callable[["Executor"], Awaitable[None]]
+
+_NO_VALUES: Mapping[str, Any] = {}
 
 
 def default_sqlite_url(path: str | os.PathLike[str] = DEFAULT_SQLITE_PATH) -> str:
     """The URL of the embedded default store (`.rondo/sessions.db`); creates its directory."""
     file = Path(path).expanduser().resolve()
     file.parent.mkdir(parents=True, exist_ok=True)
-    return f"sqlite+aiosqlite:///{file}"
+    return f"sqlite:///{file}"
 
 
-def _parse(url: str | URL) -> URL:
-    parsed = make_url(url)
-    backend = parsed.get_backend_name()
-    if backend == "sqlite":
-        database = parsed.database or ""
-        if database in ("", ":memory:") or database.startswith("file::memory:"):
-            raise ConfigurationError(
-                "an in-memory SQLite database does not outlive its connection; use a file "
-                "(sqlite+aiosqlite:///path/to/sessions.db) or InMemorySessionService"
-            )
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        # The stdlib driver on the store's own thread (see the module docstring).
-        return parsed.set(drivername="sqlite+pysqlite")
-    if backend == "postgresql":
-        if parsed.drivername in ("postgresql", "postgres"):
-            parsed = parsed.set(drivername="postgresql+asyncpg")
-        return parsed
-    raise ConfigurationError(
-        f"unsupported database {backend!r}: use sqlite+aiosqlite:// or postgresql+asyncpg://"
-    )
+# -- statements ---------------------------------------------------------------------------------
+
+# `:name`, but not the `::` of a PostgreSQL cast.
+_PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
 
-def _setup_sqlite(engine: Engine, synchronous: str) -> None:
-    mode = synchronous.upper()
-    if mode not in ("OFF", "NORMAL", "FULL", "EXTRA"):
-        raise ConfigurationError(f"invalid SQLite synchronous mode {synchronous!r}")
+class Sql:
+    """One statement: SQL with `:name` parameters, in the form each driver takes.
 
-    @sa_event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:  # pyright: ignore[reportUnusedFunction]
-        # Transactions are begun explicitly (below, and by `_RawExecutor`), never implicitly.
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA synchronous={mode}")
-        cursor.close()
+    `text` is for sqlite3 (which binds `:name` from a mapping), `pg` the same statement with
+    `$1, $2…` for asyncpg and `names` the parameter of each position.
+    """
 
-    @sa_event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:  # pyright: ignore[reportUnusedFunction]
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    __slots__ = ("names", "pg", "text")
 
+    def __init__(self, text: str) -> None:
+        self.text = text
+        names: list[str] = []
 
-class Rows:
-    """The rows (tuples) a statement returned and the number of rows it changed."""
+        def number(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in names:
+                names.append(name)
+            return f"${names.index(name) + 1}"
 
-    __slots__ = ("rowcount", "rows")
+        self.pg = _PARAM.sub(number, text)
+        self.names = tuple(names)
 
-    def __init__(self, rows: list[tuple[Any, ...]], rowcount: int) -> None:
-        self.rows = rows
-        self.rowcount = rowcount
-
-    def first(self) -> tuple[Any, ...] | None:
-        return self.rows[0] if self.rows else None
-
-    def one(self) -> tuple[Any, ...]:
-        if len(self.rows) != 1:
-            raise LookupError(f"expected one row, got {len(self.rows)}")
-        return self.rows[0]
-
-    def scalar(self) -> Any:
-        """The first column of the first row, or None when there is no row."""
-        return self.rows[0][0] if self.rows else None
+    def __repr__(self) -> str:
+        return f"Sql({self.text!r})"
 
 
 class Executor(Protocol):
-    """Runs Core statements inside one transaction (see `Database`)."""
+    """Runs statements inside one transaction (see `Database`)."""
 
-    def execute(self, stmt: sa.Executable, params: Mapping[str, Any] | None = None) -> Rows: ...
+    @property
+    def dialect(self) -> Dialect: ...
+
+    async def fetch(
+        self, stmt: Sql, values: Mapping[str, Any] = _NO_VALUES
+    ) -> Sequence[Sequence[Any]]:
+        """The rows the statement returns."""
+        ...
+
+    async def execute(self, stmt: Sql, values: Mapping[str, Any] = _NO_VALUES) -> int:
+        """Run the statement; the number of rows it changed."""
+        ...
+
+    async def script(self, sql: str) -> None:
+        """Run SQL without parameters (DDL)."""
+        ...
 
 
-class _SaExecutor:
-    """Statements through a SQLAlchemy connection (PostgreSQL; SQLite schema work)."""
+class _SqliteExecutor:
+    """Statements on a stdlib sqlite3 cursor: each runs synchronously, nothing suspends."""
 
+    __slots__ = ("cursor",)
+    dialect: Dialect = "sqlite"
+
+    def __init__(self, cursor: sqlite3.Cursor) -> None:
+        self.cursor = cursor
+
+    async def fetch(
+        self, stmt: Sql, values: Mapping[str, Any] = _NO_VALUES
+    ) -> Sequence[Sequence[Any]]:
+        return self.cursor.execute(stmt.text, values).fetchall()
+
+    async def execute(self, stmt: Sql, values: Mapping[str, Any] = _NO_VALUES) -> int:
+        return self.cursor.execute(stmt.text, values).rowcount
+
+    async def script(self, sql: str) -> None:
+        self.cursor.execute(sql)
+
+
+class _AiosqliteExecutor:
     __slots__ = ("conn",)
+    dialect: Dialect = "sqlite"
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Any) -> None:
         self.conn = conn
 
-    def execute(self, stmt: sa.Executable, params: Mapping[str, Any] | None = None) -> Rows:
-        result = self.conn.execute(stmt, dict(params or {}))
-        rows = [tuple(r) for r in result.all()] if result.returns_rows else []
-        return Rows(rows, result.rowcount)
+    async def fetch(
+        self, stmt: Sql, values: Mapping[str, Any] = _NO_VALUES
+    ) -> Sequence[Sequence[Any]]:
+        return await self.conn.execute_fetchall(stmt.text, values)
+
+    async def execute(self, stmt: Sql, values: Mapping[str, Any] = _NO_VALUES) -> int:
+        cursor = await self.conn.execute(stmt.text, values)
+        changed: int = cursor.rowcount
+        await cursor.close()
+        return changed
+
+    async def script(self, sql: str) -> None:
+        await (await self.conn.execute(sql)).close()
 
 
-class _Compiled:
-    """A Core statement compiled once for SQLite, with its type processors."""
+class _PostgresExecutor:
+    __slots__ = ("conn",)
+    dialect: Dialect = "postgresql"
 
-    __slots__ = ("binds", "results", "sql")
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
 
-    def __init__(self, stmt: sa.Executable, dialect: sa.Dialect) -> None:
-        compiled = cast(SQLCompiler, cast(sa.ClauseElement, stmt).compile(dialect=dialect))
-        self.sql = str(compiled)
-        if "POSTCOMPILE" in self.sql:  # pragma: no cover - a statement-building mistake
-            raise ConfigurationError(f"statement needs per-call compilation: {self.sql}")
-        names: Sequence[str] = compiled.positiontup or ()
-        binds = compiled.binds
-        self.binds: list[tuple[str, Any, Callable[[Any], Any] | None]] = [
-            (name, binds[name].effective_value, binds[name].type.bind_processor(dialect))
-            for name in names
-        ]
-        self.results: list[Callable[[Any], Any] | None] = []
-        if isinstance(stmt, sa.Select | sa.CompoundSelect):
-            self.results = [
-                c.type.result_processor(dialect, None)
-                for c in stmt.selected_columns  # pyright: ignore[reportUnknownVariableType]
-            ]
+    async def fetch(
+        self, stmt: Sql, values: Mapping[str, Any] = _NO_VALUES
+    ) -> Sequence[Sequence[Any]]:
+        return await self.conn.fetch(stmt.pg, *[values[n] for n in stmt.names])
+
+    async def execute(self, stmt: Sql, values: Mapping[str, Any] = _NO_VALUES) -> int:
+        status: str = await self.conn.execute(stmt.pg, *[values[n] for n in stmt.names])
+        count = status.rpartition(" ")[2]  # "INSERT 0 1", "UPDATE 3", "DELETE 0"
+        return int(count) if count.isdigit() else 0
+
+    async def script(self, sql: str) -> None:
+        await self.conn.execute(sql)
 
 
-class _RawExecutor:
-    """Prebuilt Core statements straight on the driver: no per-statement SQLAlchemy overhead.
+# -- databases ----------------------------------------------------------------------------------
 
-    Statements are compiled once and cached by identity, so only long-lived (prebuilt)
-    statements may be passed in.
+
+class Database(abc.ABC):
+    """Runs a store's transactions on one database (see the module docstring)."""
+
+    dialect: Dialect
+    url: str
+
+    @property
+    def postgres(self) -> bool:
+        return self.dialect == "postgresql"
+
+    @abc.abstractmethod
+    async def read(self, fn: Transaction[T]) -> T:
+        """Run `fn` for reading (on PostgreSQL each statement stands alone: no snapshot)."""
+
+    @abc.abstractmethod
+    async def write(self, fn: Transaction[T], *, single: bool = False) -> T:
+        """Run `fn` in one transaction: committed if it returns, rolled back if it raises.
+
+        `single`: `fn` changes the database with one statement (atomic by itself), so on
+        PostgreSQL it runs without BEGIN/COMMIT round trips.
+        """
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Release connections and threads (closing twice is fine)."""
+
+
+def open_database(
+    url: str | URL | os.PathLike[str],
+    *,
+    sqlite_synchronous: str = "NORMAL",
+    pool_size: int = 10,
+    connect_args: Mapping[str, Any] | None = None,
+) -> Database:
+    """The database a URL (or a SQLite file path) names, on the driver it names."""
+    args = dict(connect_args or {})
+    if isinstance(url, os.PathLike) or (isinstance(url, str) and "://" not in url):
+        return _StdlibSqlite(_sqlite_file(str(url)), sqlite_synchronous, args)
+    parsed = make_url(url)
+    backend, driver = parsed.get_backend_name(), parsed.get_driver_name()
+    if backend == "sqlite":
+        path = _sqlite_file(parsed.database or "")
+        if driver == "pysqlite":
+            return _StdlibSqlite(path, sqlite_synchronous, args)
+        if driver == "aiosqlite":
+            return _AioSqlite(path, sqlite_synchronous, args)
+    elif backend == "postgresql" and (driver == "asyncpg" or parsed.drivername in _PLAIN_PG):
+        dsn = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+        return _Postgres(dsn, pool_size, args)
+    raise ConfigurationError(
+        f"unsupported database {parsed.drivername!r}: use sqlite:///path (the stdlib driver), "
+        "sqlite+aiosqlite:///path or postgresql+asyncpg://user@host/db"
+    )
+
+
+_PLAIN_PG = ("postgresql", "postgres")
+
+
+def _sqlite_file(database: str) -> str:
+    if database in ("", ":memory:") or database.startswith("file::memory:"):
+        raise ConfigurationError(
+            "an in-memory SQLite database does not outlive its connection; use a file "
+            "(sqlite:///path/to/sessions.db) or InMemorySessionService"
+        )
+    file = Path(database).expanduser()
+    file.parent.mkdir(parents=True, exist_ok=True)
+    return str(file)
+
+
+def _synchronous(mode: str) -> str:
+    mode = mode.upper()
+    if mode not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+        raise ConfigurationError(f"invalid SQLite synchronous mode {mode!r}")
+    return mode
+
+
+def _run_to_end(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a transaction whose awaits never suspend (the stdlib executor's) to its end, here.
+
+    This is what lets one transaction function serve every driver: on asyncpg and aiosqlite it
+    is awaited like any coroutine; on sqlite3 it is driven synchronously, in the event loop or
+    on the store's thread, so nothing else can run in the middle of it.
     """
-
-    __slots__ = ("_cache", "_dialect", "cursor")
-
-    def __init__(self, cursor: Any, dialect: sa.Dialect, cache: dict[int, tuple[Any, _Compiled]]):
-        self.cursor = cursor
-        self._dialect = dialect
-        self._cache = cache
-
-    def execute(self, stmt: sa.Executable, params: Mapping[str, Any] | None = None) -> Rows:
-        hit = self._cache.get(id(stmt))
-        if hit is None or hit[0] is not stmt:
-            hit = self._cache[id(stmt)] = (stmt, _Compiled(stmt, self._dialect))
-        compiled = hit[1]
-        values = params or {}
-        args = [
-            (process(v) if process is not None and v is not None else v)
-            for name, default, process in compiled.binds
-            for v in (values.get(name, default),)
-        ]
-        cursor = self.cursor
-        try:
-            cursor.execute(compiled.sql, args)
-        except sqlite3.IntegrityError as exc:
-            raise IntegrityError(compiled.sql, args, exc) from exc
-        if cursor.description is None:
-            return Rows([], cursor.rowcount)
-        rows: list[tuple[Any, ...]] = cursor.fetchall()
-        processors = compiled.results
-        if any(p is not None for p in processors):
-            rows = [
-                tuple((p(v) if p is not None else v) for p, v in zip(processors, row, strict=True))
-                for row in rows
-            ]
-        return Rows(rows, cursor.rowcount)
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise RondoError("a SQLite transaction awaited something that suspends")  # a bug in rondo
 
 
 class _Busy(Exception):
@@ -230,77 +310,54 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 _CHECKPOINT_EVERY = 200
 
 
-class Database:
-    """Runs a store's transactions on SQLite or PostgreSQL (see the module docstring).
+class _StdlibSqlite(Database):
+    """SQLite on the stdlib driver: inline in the event loop when that cannot block, else on
+    the store's one thread. `NORMAL` sync survives a killed process, as every WAL database
+    does; `FULL` also survives power loss, at the price of an fsync per commit."""
 
-    `sqlite_synchronous`: `NORMAL` (default) survives a killed process, as every WAL
-    database does; `FULL` also survives power loss, at the price of an fsync per commit.
-    """
+    dialect: Dialect = "sqlite"
 
-    def __init__(
-        self, url: str | URL, *, sqlite_synchronous: str = "NORMAL", **engine_kwargs: Any
-    ) -> None:
-        parsed = _parse(url)
-        self.url = parsed
-        self.postgres = parsed.get_backend_name() == "postgresql"
-        self._async: AsyncEngine | None = None
-        self._sync: Engine | None = None
-        self._thread: ThreadPoolExecutor | None = None
-        self._raw: Any = None  # the thread's DBAPI connection
-        self._inline: Any = None  # the event-loop thread's DBAPI connection
+    def __init__(self, path: str, synchronous: str, connect_args: dict[str, Any]) -> None:
+        self.url = f"sqlite:///{path}"
+        self._path = path
+        self._mode = _synchronous(synchronous)
+        connect_args.setdefault("timeout", 30.0)
+        # Transactions are begun explicitly; a connection is used by one thread at a time
+        # but may be closed from another.
+        self._connect_args: dict[str, Any] = {
+            **connect_args,
+            "isolation_level": None,
+            "check_same_thread": False,
+        }
+        self._thread: ThreadPoolExecutor | None = ThreadPoolExecutor(
+            1, thread_name_prefix="rondo-sqlite"
+        )
+        self._raw: sqlite3.Connection | None = None  # the thread's connection
+        self._inline: sqlite3.Connection | None = None  # the event-loop thread's connection
         self._inline_owner: int | None = None
-        self._inline_ok = sqlite_synchronous.upper() in ("OFF", "NORMAL")
+        self._inline_ok = self._mode in ("OFF", "NORMAL")
         self._commits = 0
-        self._compiled: dict[int, tuple[Any, _Compiled]] = {}
-        if self.postgres:
-            self._async = create_async_engine(parsed, **engine_kwargs)
-            # Single statements need no BEGIN/COMMIT round trips.
-            self._autocommit = self._async.execution_options(isolation_level="AUTOCOMMIT")
-        else:
-            connect_args = dict(engine_kwargs.pop("connect_args", None) or {})
-            connect_args.setdefault("timeout", 30.0)
-            # Each connection is used by one thread at a time, but closed from any thread.
-            connect_args.setdefault("check_same_thread", False)
-            self._sync = sa.create_engine(parsed, connect_args=connect_args, **engine_kwargs)
-            _setup_sqlite(self._sync, sqlite_synchronous)
-            self._thread = ThreadPoolExecutor(1, thread_name_prefix="rondo-sqlite")
 
-    @property
-    def engine(self) -> AsyncEngine | Engine:
-        """The SQLAlchemy engine: async for PostgreSQL, sync for SQLite."""
-        engine = self._async if self._async is not None else self._sync
-        assert engine is not None
-        return engine
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._path, **self._connect_args)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={self._mode}")
+        return conn
 
-    async def read(self, fn: Callable[[Executor], T]) -> T:
-        """Run `fn` for reading. On PostgreSQL each statement stands alone (no snapshot)."""
-        if self._async is not None:
-            async with self._autocommit.connect() as conn:
-                return await conn.run_sync(lambda c: fn(_SaExecutor(c)))
+    async def read(self, fn: Transaction[T]) -> T:
         inline = self._inline_connection()
         if inline is not None:
             try:
-                return self._run_raw(inline, fn, "BEGIN")
+                return self._run(inline, fn, "BEGIN")
             except _Busy:
                 pass
-        return await self._in_thread(partial(self._run_raw_thread, fn, "BEGIN"))
+        return await self._in_thread(partial(self._run_in_thread, fn, "BEGIN"))
 
-    async def write(self, fn: Callable[[Executor], T], *, single: bool = False) -> T:
-        """Run `fn` in one transaction: committed if it returns, rolled back if it raises.
-
-        `single`: `fn` changes the database with one statement (atomic by itself), so on
-        PostgreSQL it runs without BEGIN/COMMIT round trips.
-        """
-        if self._async is not None:
-            if single:
-                async with self._autocommit.connect() as conn:
-                    return await conn.run_sync(lambda c: fn(_SaExecutor(c)))
-            async with self._async.begin() as conn:
-                return await conn.run_sync(lambda c: fn(_SaExecutor(c)))
+    async def write(self, fn: Transaction[T], *, single: bool = False) -> T:
         inline = self._inline_connection()
         if inline is not None:
             try:
-                result = self._run_raw(inline, fn, "BEGIN IMMEDIATE")
+                result = self._run(inline, fn, "BEGIN IMMEDIATE")
             except _Busy:
                 pass
             else:
@@ -309,20 +366,14 @@ class Database:
                     self._commits = 0
                     await self._in_thread(self._checkpoint)
                 return result
-        return await self._in_thread(partial(self._run_raw_thread, fn, "BEGIN IMMEDIATE"))
-
-    async def admin(self, fn: Callable[[Connection], T]) -> T:
-        """Run `fn` with a SQLAlchemy connection in one write transaction (schema work)."""
-        if self._async is not None:
-            async with self._async.begin() as conn:
-                return await conn.run_sync(fn)
-        return await self._in_thread(partial(self._run_admin, fn))
+        return await self._in_thread(partial(self._run_in_thread, fn, "BEGIN IMMEDIATE"))
 
     async def _in_thread(self, call: Callable[[], T]) -> T:
-        assert self._thread is not None
+        if self._thread is None:
+            raise RondoError("the SQLite store is closed")
         return await asyncio.get_running_loop().run_in_executor(self._thread, call)
 
-    def _inline_connection(self) -> Any:
+    def _inline_connection(self) -> sqlite3.Connection | None:
         """SQLite, NORMAL sync: the connection transactions run on right in the event loop.
 
         Without an fsync per commit a transaction is tens of microseconds of work, less than
@@ -332,29 +383,25 @@ class Database:
         """
         if not self._inline_ok:
             return None
-        ident = threading.get_ident()
         if self._inline_owner is None:
-            assert self._sync is not None
-            conn = self._sync.raw_connection()
-            cursor = conn.cursor()
-            cursor.execute("PRAGMA busy_timeout=0")
-            cursor.execute("PRAGMA wal_autocheckpoint=0")
-            cursor.close()
-            self._inline, self._inline_owner = conn, ident
-        return self._inline if self._inline_owner == ident else None
+            conn = self._connect()
+            conn.execute("PRAGMA busy_timeout=0")
+            conn.execute("PRAGMA wal_autocheckpoint=0")
+            self._inline, self._inline_owner = conn, threading.get_ident()
+        return self._inline if self._inline_owner == threading.get_ident() else None
 
-    def _thread_connection(self) -> Any:
+    def _thread_connection(self) -> sqlite3.Connection:
         if self._raw is None:
-            assert self._sync is not None
-            self._raw = self._sync.raw_connection()
+            self._raw = self._connect()
         return self._raw
 
-    def _run_raw_thread(self, fn: Callable[[Executor], T], begin: str) -> T:
-        return self._run_raw(self._thread_connection(), fn, begin, wait=True)
+    def _run_in_thread(self, fn: Transaction[T], begin: str) -> T:
+        return self._run(self._thread_connection(), fn, begin, wait=True)
 
-    def _run_raw(self, raw: Any, fn: Callable[[Executor], T], begin: str, wait: bool = False) -> T:
-        assert self._sync is not None
-        cursor = raw.cursor()
+    def _run(
+        self, conn: sqlite3.Connection, fn: Transaction[T], begin: str, wait: bool = False
+    ) -> T:
+        cursor = conn.cursor()
         try:
             try:
                 cursor.execute(begin)
@@ -363,10 +410,11 @@ class Database:
                     raise _Busy from exc
                 raise
             try:
-                result = fn(_RawExecutor(cursor, self._sync.dialect, self._compiled))
+                result = _run_to_end(fn(_SqliteExecutor(cursor)))
                 cursor.execute("COMMIT")
             except BaseException as exc:
-                cursor.execute("ROLLBACK")
+                if conn.in_transaction:
+                    cursor.execute("ROLLBACK")
                 if not wait and isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
                     raise _Busy from exc
                 raise
@@ -375,41 +423,165 @@ class Database:
             cursor.close()
 
     def _checkpoint(self) -> None:
-        cursor = self._thread_connection().cursor()
-        try:
-            cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        finally:
-            cursor.close()
-
-    def _run_admin(self, fn: Callable[[Connection], T]) -> T:
-        assert self._sync is not None
-        with self._sync.connect() as conn, conn.begin():
-            return fn(conn)
+        self._thread_connection().execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     async def close(self) -> None:
-        if self._async is not None:
-            await self._async.dispose()
-            return
         if self._inline is not None:
             self._inline.close()
             self._inline = self._inline_owner = None
         if self._thread is not None:
-            await self._in_thread(self._close_sqlite)
+            await self._in_thread(self._close_thread_connection)
             self._thread.shutdown(wait=False)
-            self._thread = None  # closing twice is fine
+            self._thread = None
 
-    def _close_sqlite(self) -> None:
+    def _close_thread_connection(self) -> None:
         if self._raw is not None:
             self._raw.close()
             self._raw = None
-        assert self._sync is not None
-        self._sync.dispose()
+
+
+class _AioSqlite(Database):
+    """SQLite through aiosqlite: one connection, one transaction at a time."""
+
+    dialect: Dialect = "sqlite"
+
+    def __init__(self, path: str, synchronous: str, connect_args: dict[str, Any]) -> None:
+        try:
+            import aiosqlite  # noqa: F401  # pyright: ignore[reportUnusedImport]
+        except ImportError as exc:
+            raise ConfigurationError(
+                "sqlite+aiosqlite:// needs aiosqlite (pip install 'rondo-agents[aiosqlite]'); "
+                "sqlite:///path runs on Python's own sqlite3 driver"
+            ) from exc
+        self.url = f"sqlite+aiosqlite:///{path}"
+        self._path = path
+        self._mode = _synchronous(synchronous)
+        connect_args.setdefault("timeout", 30.0)
+        self._connect_args: dict[str, Any] = {**connect_args, "isolation_level": None}
+        self._conn: Any = None
+        self._lock = asyncio.Lock()
+
+    async def _connection(self) -> Any:
+        if self._conn is None:
+            import aiosqlite
+
+            conn: Any = await aiosqlite.connect(self._path, **self._connect_args)
+            await conn.execute("PRAGMA journal_mode=WAL")
+            await conn.execute(f"PRAGMA synchronous={self._mode}")
+            self._conn = conn
+        return self._conn
+
+    async def _run(self, fn: Transaction[T], begin: str) -> T:
+        async with self._lock:
+            conn = await self._connection()
+            await conn.execute(begin)
+            try:
+                result = await fn(_AiosqliteExecutor(conn))
+                await conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    await conn.execute("ROLLBACK")
+                raise
+            return result
+
+    async def read(self, fn: Transaction[T]) -> T:
+        return await self._run(fn, "BEGIN")
+
+    async def write(self, fn: Transaction[T], *, single: bool = False) -> T:
+        return await self._run(fn, "BEGIN IMMEDIATE")
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            await conn.close()
+
+
+async def _keep_session(conn: Any) -> None:
+    """What a connection needs before it goes back to the pool: nothing beyond asyncpg's own
+    rollback of an open transaction. asyncpg's default reset (`RESET ALL`, `UNLISTEN *`...) is
+    a round trip per release, and the stores change no session state (no SET, LISTEN, cursor
+    or session-level advisory lock) — so each operation stays one round trip."""
+
+
+class _Postgres(Database):
+    """PostgreSQL through an asyncpg pool (created on first use, in the running loop)."""
+
+    dialect: Dialect = "postgresql"
+
+    def __init__(self, dsn: str, pool_size: int, connect_args: dict[str, Any]) -> None:
+        try:
+            import asyncpg  # noqa: F401  # pyright: ignore[reportUnusedImport, reportMissingTypeStubs]
+        except ImportError as exc:
+            raise ConfigurationError(
+                "PostgreSQL needs asyncpg: pip install 'rondo-agents[postgres]'"
+            ) from exc
+        if pool_size < 1:
+            raise ConfigurationError("pool_size must be at least 1")
+        self.url = dsn
+        self._dsn = dsn
+        self._pool_size = pool_size
+        self._connect_args = connect_args
+        self._pool: Any = None
+        self._opening = asyncio.Lock()
+
+    async def _open(self) -> Any:
+        async with self._opening:
+            if self._pool is None:
+                import asyncpg  # pyright: ignore[reportMissingTypeStubs]
+
+                args: dict[str, Any] = {"reset": _keep_session, **self._connect_args}
+                self._pool = await asyncpg.create_pool(  # pyright: ignore[reportUnknownMemberType]
+                    self._dsn, min_size=1, max_size=self._pool_size, **args
+                )
+            return self._pool
+
+    async def read(self, fn: Transaction[T]) -> T:
+        pool = self._pool if self._pool is not None else await self._open()
+        async with pool.acquire() as conn:
+            return await fn(_PostgresExecutor(conn))
+
+    async def write(self, fn: Transaction[T], *, single: bool = False) -> T:
+        pool = self._pool if self._pool is not None else await self._open()
+        async with pool.acquire() as conn:
+            if single:
+                return await fn(_PostgresExecutor(conn))
+            async with conn.transaction():
+                return await fn(_PostgresExecutor(conn))
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()
+
+
+# -- schema versions ----------------------------------------------------------------------------
+
+
+def _dialect(name: Dialect) -> sa.Dialect:
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    return postgresql.dialect() if name == "postgresql" else sqlite.dialect()
+
+
+_HAS_TABLE: dict[Dialect, Sql] = {
+    "sqlite": Sql("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = :name"),
+    "postgresql": Sql(
+        "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = :name"
+    ),
+}
+
+
+async def has_table(ex: Executor, name: str) -> bool:
+    """Whether the database (PostgreSQL: the current schema) has this table."""
+    rows = await ex.fetch(_HAS_TABLE[ex.dialect], {"name": name})
+    return bool(rows[0][0])
 
 
 class VersionedSchema:
     """One component's tables, their version and the migrations that lead to it.
 
-    `migrations[n]` upgrades a database from version n to n + 1.
+    `migrations[n]` upgrades a database from version n to n + 1; `extra_ddl` runs after the
+    tables are created (what SQLAlchemy cannot declare: FTS5 tables, triggers...).
     """
 
     def __init__(
@@ -420,7 +592,7 @@ class VersionedSchema:
         *,
         version_table: sa.Table,
         migrations: Mapping[int, Migration] | None = None,
-        extra_ddl: Callable[[Connection], None] | None = None,
+        extra_ddl: Migration | None = None,
     ) -> None:
         self.component = component
         self.metadata = metadata
@@ -431,6 +603,15 @@ class VersionedSchema:
         self.extra_ddl = extra_ddl
         self._ready = False
         self._lock = asyncio.Lock()
+        name = version_table.name
+        self._q_version = Sql(f"SELECT version FROM {name} WHERE component = :component")
+        self._insert_version = Sql(
+            f"INSERT INTO {name} (component, version) VALUES (:component, :version)"
+        )
+        self._set_version = Sql(
+            f"UPDATE {name} SET version = :version WHERE component = :component"
+        )
+        self._lock_key = zlib.crc32(f"rondo:{component}".encode()) & 0x7FFFFFFF
 
     @property
     def tables(self) -> Sequence[sa.Table]:
@@ -443,25 +624,16 @@ class VersionedSchema:
         async with self._lock:
             if self._ready and not migrate:
                 return
-            await db.admin(partial(self._prepare, postgres=db.postgres, migrate=migrate))
+            await db.write(partial(self._prepare, migrate=migrate))
             self._ready = True
 
-    def _stored_version(self, conn: Connection) -> int | None:
-        if not sa.inspect(conn).has_table(self.version_table.name):
-            return None
-        table = self.version_table
-        return conn.execute(
-            sa.select(table.c.version).where(table.c.component == self.component)
-        ).scalar_one_or_none()
-
-    def _prepare(self, conn: Connection, *, postgres: bool, migrate: bool) -> None:
-        if postgres:
+    async def _prepare(self, ex: Executor, *, migrate: bool) -> None:
+        if ex.dialect == "postgresql":
             # Two processes starting on an empty database must not both create the tables.
-            key = zlib.crc32(f"rondo:{self.component}".encode()) & 0x7FFFFFFF
-            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(key)))
-        stored = self._stored_version(conn)
+            await ex.fetch(Sql("SELECT pg_advisory_xact_lock(:key)"), {"key": self._lock_key})
+        stored = await self._stored_version(ex)
         if stored is None:
-            self._create(conn)
+            await self._create(ex)
         elif stored > self.version:
             raise SchemaVersionError(
                 f"the database's {self.component} schema is version {stored}, newer than this "
@@ -474,36 +646,43 @@ class VersionedSchema:
                     f"needs version {self.version}. Back up the database, then pass "
                     "migrate=True or call `await store.migrate()`"
                 )
-            self._migrate(conn, stored)
+            await self._migrate(ex, stored)
 
-    def _create(self, conn: Connection) -> None:
-        inspector = sa.inspect(conn)
-        found = [t.name for t in self.tables if inspector.has_table(t.name)]
+    async def _stored_version(self, ex: Executor) -> int | None:
+        if not await has_table(ex, self.version_table.name):
+            return None
+        rows = await ex.fetch(self._q_version, {"component": self.component})
+        return int(rows[0][0]) if rows else None
+
+    async def _create(self, ex: Executor) -> None:
+        found = [t.name for t in self.tables if await has_table(ex, t.name)]
         if found:
             raise SchemaVersionError(
                 f"the database has rondo {self.component} tables ({', '.join(found)}) but no "
                 "recorded schema version; refusing to guess their layout"
             )
-        self.version_table.create(conn, checkfirst=True)
-        self.metadata.create_all(conn, tables=self.tables)
+        dialect = _dialect(ex.dialect)
+        if not await has_table(ex, self.version_table.name):
+            await ex.script(str(sa.schema.CreateTable(self.version_table).compile(dialect=dialect)))
+        for table in self.tables:
+            await ex.script(str(sa.schema.CreateTable(table).compile(dialect=dialect)))
+            for index in sorted(table.indexes, key=lambda i: i.name or ""):
+                await ex.script(str(sa.schema.CreateIndex(index).compile(dialect=dialect)))
         if self.extra_ddl is not None:
-            self.extra_ddl(conn)
-        conn.execute(
-            self.version_table.insert().values(component=self.component, version=self.version)
+            await self.extra_ddl(ex)
+        await ex.execute(
+            self._insert_version, {"component": self.component, "version": self.version}
         )
 
-    def _migrate(self, conn: Connection, stored: int) -> None:
+    async def _migrate(self, ex: Executor, stored: int) -> None:
         for version in range(stored, self.version):
             step = self.migrations.get(version)
             if step is None:
                 raise SchemaVersionError(
                     f"no migration of the {self.component} schema from version {version}"
                 )
-            step(conn)
-        table = self.version_table
-        conn.execute(
-            table.update().where(table.c.component == self.component).values(version=self.version)
-        )
+            await step(ex)
+        await ex.execute(self._set_version, {"component": self.component, "version": self.version})
 
 
 def version_table(metadata: sa.MetaData, name: str) -> sa.Table:

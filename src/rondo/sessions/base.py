@@ -8,16 +8,19 @@ shared and immutable), and appending through a handle older than the store raise
 from __future__ import annotations
 
 import abc
+import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+from rondo.errors import InvalidIdError
 from rondo.events import Event, PendingCall
 from rondo.types import FunctionCall
 
 __all__ = [
     "APP_PREFIX",
+    "MAX_ID_LENGTH",
     "TEMP_PREFIX",
     "USER_PREFIX",
     "BaseSessionService",
@@ -26,6 +29,9 @@ __all__ = [
     "ListSessionsResponse",
     "Session",
     "apply_pending",
+    "check_ids",
+    "check_scope",
+    "check_session_id",
     "split_state_delta",
     "strip_temp_state",
 ]
@@ -35,6 +41,66 @@ USER_PREFIX = "user:"
 TEMP_PREFIX = "temp:"
 
 CONFIRMATION_FUNCTION_NAME = "adk_request_confirmation"
+
+# -- what an app name, a user id and a session id may be -------------------------------------
+# The same rules in every store, checked before the store is asked. 128 characters is
+# google-adk's key length in its database store. A session id is a URL path segment as it is
+# (`/apps/{app}/users/{user}/sessions/{id}`): RFC 3986's unreserved characters plus `:` and `@`,
+# nothing a server or proxy would decode, split or normalise (`/`, `%`, `.` and `..` alone).
+# App names and user ids (e-mail addresses, `auth0|123`...) may hold any printable text.
+
+MAX_ID_LENGTH = 128
+_SESSION_ID = re.compile(r"[A-Za-z0-9._~:@-]+")
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def check_session_id(session_id: object) -> str:
+    """The session id, or `InvalidIdError` saying what is wrong with it."""
+    if not isinstance(session_id, str):
+        raise InvalidIdError(f"a session id must be a str, not {type(session_id).__name__}")
+    if not session_id:
+        raise InvalidIdError("the session id is empty; pass None to have one generated")
+    if len(session_id) > MAX_ID_LENGTH:
+        raise InvalidIdError(
+            f"session id {session_id[:32]!r}… is {len(session_id)} characters long; "
+            f"at most {MAX_ID_LENGTH}"
+        )
+    if not _SESSION_ID.fullmatch(session_id) or session_id in (".", ".."):
+        raise InvalidIdError(
+            f"session id {session_id!r} may hold only letters, digits and . _ ~ : @ - "
+            "(it is used in URLs as it is), and may not be . or .."
+        )
+    return session_id
+
+
+def _check_name(what: str, value: object) -> None:
+    if not isinstance(value, str):
+        raise InvalidIdError(f"{what} must be a str, not {type(value).__name__}")
+    if not value or value.isspace():
+        raise InvalidIdError(f"the {what} is empty")
+    if len(value) > MAX_ID_LENGTH:
+        raise InvalidIdError(
+            f"{what} {value[:32]!r}… is {len(value)} characters long; at most {MAX_ID_LENGTH}"
+        )
+    if _UNPRINTABLE.search(value):
+        raise InvalidIdError(f"{what} {value!r} holds a control character or a lone surrogate")
+    if value != value.strip():
+        raise InvalidIdError(f"{what} {value!r} starts or ends with whitespace")
+
+
+def check_scope(app_name: object, user_id: object = None) -> None:
+    """Refuse (`InvalidIdError`) an app name, or a user id when one is given, that is empty,
+    longer than `MAX_ID_LENGTH`, or holds a character it may not have."""
+    _check_name("app name", app_name)
+    if user_id is not None:
+        _check_name("user id", user_id)
+
+
+def check_ids(app_name: object, user_id: object, session_id: object) -> None:
+    """`check_scope` and `check_session_id`: the key of one session."""
+    _check_name("app name", app_name)
+    _check_name("user id", user_id)
+    check_session_id(session_id)
 
 
 class EventLog(list[Event]):

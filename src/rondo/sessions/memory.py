@@ -7,7 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rondo.errors import SessionExistsError, SessionNotFoundError, StaleSessionError
+from rondo._state_values import check_state_delta
+from rondo.errors import (
+    InvalidPageError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StaleSessionError,
+)
 from rondo.events import Event, PendingCall
 from rondo.sessions.base import (
     BaseSessionService,
@@ -16,6 +22,9 @@ from rondo.sessions.base import (
     ListSessionsResponse,
     Session,
     apply_pending,
+    check_ids,
+    check_scope,
+    check_session_id,
     now,
     split_state_delta,
     strip_temp_state,
@@ -42,6 +51,12 @@ def _first_after(log: EventLog, timestamp: float) -> int:
         else:
             hi = mid
     return lo
+
+
+def _offset(page_token: str) -> int:
+    if not page_token.isdigit():
+        raise InvalidPageError(f"invalid page_token {page_token!r}")
+    return int(page_token)
 
 
 class InMemorySessionService(BaseSessionService):
@@ -81,7 +96,9 @@ class InMemorySessionService(BaseSessionService):
         session_id: str | None = None,
         state: Mapping[str, Any] | None = None,
     ) -> Session:
-        session_id = session_id or uuid.uuid4().hex
+        check_scope(app_name, user_id)
+        session_id = uuid.uuid4().hex if session_id is None else check_session_id(session_id)
+        check_state_delta(state or {})
         key = (app_name, user_id, session_id)
         if key in self._sessions:
             raise SessionExistsError(f"session {session_id!r} already exists")
@@ -103,6 +120,7 @@ class InMemorySessionService(BaseSessionService):
         num_recent_events: int | None = None,
         after_timestamp: float | None = None,
     ) -> Session | None:
+        check_ids(app_name, user_id, session_id)
         stored = self._sessions.get((app_name, user_id, session_id))
         if stored is None:
             return None
@@ -116,6 +134,7 @@ class InMemorySessionService(BaseSessionService):
     async def append_event(self, session: Session, event: Event) -> Event:
         if event.partial:
             return event
+        check_state_delta(event.actions.state_delta)  # before anything is written (SPEC G3)
         stored = self._sessions.get((session.app_name, session.user_id, session.id))
         if stored is None:
             raise SessionNotFoundError(f"session {session.id!r} does not exist")
@@ -149,6 +168,9 @@ class InMemorySessionService(BaseSessionService):
         limit: int | None = None,
         page_token: str | None = None,
     ) -> ListSessionsResponse:
+        check_scope(app_name, user_id)
+        if limit is not None and limit < 1:
+            raise InvalidPageError("limit must be at least 1")
         keys = sorted(
             (
                 k
@@ -157,7 +179,7 @@ class InMemorySessionService(BaseSessionService):
             ),
             key=lambda k: (-self._sessions[k].last_update_time, k[2]),
         )
-        offset = int(page_token) if page_token else 0
+        offset = _offset(page_token) if page_token else 0
         end = len(keys) if limit is None else offset + limit
         page = keys[offset:end]
         sessions = [
@@ -176,4 +198,5 @@ class InMemorySessionService(BaseSessionService):
         return ListSessionsResponse(sessions=sessions, next_page_token=next_token)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        check_ids(app_name, user_id, session_id)
         self._sessions.pop((app_name, user_id, session_id), None)

@@ -13,14 +13,17 @@ The contract is `InMemorySessionService`'s (SPEC R3, R4); what the database adds
   decodes only the events appended since. Reusing the log also keeps the incremental contents
   view (`EventLog.derived`) alive across invocations.
 
-Transactions are plain functions of an `Executor` running prebuilt Core statements, handed
-to `Database` (see `_sqlengine`): nothing awaits in the middle of a transaction.
+Transactions are async functions of an `Executor` running the hand-written statements of
+`_statements.py`, handed to `Database` (see `_sqlengine`, which also says which URL runs which
+driver). On PostgreSQL each operation is one statement — one round trip; on SQLite's stdlib
+driver nothing in a transaction suspends.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -28,17 +31,20 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, NoReturn
 
-import sqlalchemy as sa
-from pydantic import BaseModel
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import URL, Engine
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import URL
 
-from rondo.errors import SessionExistsError, SessionNotFoundError, StaleSessionError
+from rondo._state_values import check_state_delta
+from rondo.errors import (
+    InvalidPageError,
+    SessionError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StaleSessionError,
+)
 from rondo.events import Event, EventActions, PendingCall
 from rondo.sessions._schema import SessionTables
-from rondo.sessions._sqlengine import Database, Executor, default_sqlite_url
+from rondo.sessions._sqlengine import Executor, Sql, default_sqlite_url, open_database
+from rondo.sessions._statements import SessionStatements
 from rondo.sessions.base import (
     BaseSessionService,
     EventLog,
@@ -46,6 +52,9 @@ from rondo.sessions.base import (
     ListSessionsResponse,
     Session,
     apply_pending,
+    check_ids,
+    check_scope,
+    check_session_id,
     now,
     split_state_delta,
     strip_temp_state,
@@ -101,7 +110,7 @@ class _Read:
     created: float
     update_time: float
     state: dict[str, Any]
-    pending: list[Any]
+    pending: str  # JSON, decoded only when the cache does not have it
     app_state: dict[str, Any] | None
     user_state: dict[str, Any] | None
     start: int  # the first seq the handle shows
@@ -110,63 +119,102 @@ class _Read:
     events: list[Event]
 
 
+def _read(
+    row: Sequence[Any], start: int, loaded_from: int, usable: bool, payloads: Sequence[str]
+) -> _Read:
+    """A `_Read` from the session row (version, times, states, pending) and the payloads of the
+    events from `loaded_from` on."""
+    version, created, update_time, state, pending, app_state, user_state = row
+    return _Read(
+        version,
+        created,
+        update_time,
+        _loads(state),
+        pending,
+        _loads(app_state),
+        _loads(user_state),
+        start,
+        loaded_from,
+        not usable,
+        [_decode_event(p) for p in payloads],
+    )
+
+
 class _Changed(Exception):
     """The session was deleted or re-created while it was being read."""
 
 
-def _encode_event(event: Event, postgres: bool) -> str | dict[str, Any]:
+def _encode_event(event: Event) -> str:
     """The stored payload. Default values are left out: they come back as defaults, and the
     decoded record then marks only its real fields as set (see `_compact`)."""
-    if postgres:
-        return event.model_dump(mode="json", exclude_defaults=True)
     return event.model_dump_json(exclude_defaults=True)
 
 
-def _decode_event(payload: str | dict[str, Any]) -> Event:
-    """An event from its payload: JSON text (SQLite) or the dict asyncpg decoded (PostgreSQL)."""
-    if isinstance(payload, str):
-        return _compact(Event.model_validate_json(payload))
-    return _compact(Event.model_validate(payload))
+def _decode_event(payload: str) -> Event:
+    """An event from its stored JSON text."""
+    return _compact(Event.model_validate_json(payload))
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
 
 
 # Records are frozen (SPEC G1), so what many decoded events hold alike can be one object: an
-# empty `EventActions`, the empty id set, the set of field names pydantic keeps per model.
-# This halves the memory of a cached history (bench/SESSIONS.md).
+# empty `EventActions`, the set of field names pydantic keeps per model. This halves the memory
+# of a cached history and the objects the garbage collector walks (bench/SESSIONS.md).
 _EMPTY_ACTIONS = EventActions()
-_NO_IDS: frozenset[str] = frozenset()
-_FIELD_SETS: dict[frozenset[str], set[str]] = {}
+_FIELD_SETS: dict[tuple[str, ...], set[str]] = {}
+_set = object.__setattr__  # the field-name set is pydantic's own slot, not a field
 
 
-def _share_fields_set(model: BaseModel) -> None:
-    names = model.__pydantic_fields_set__
-    key = frozenset(names)
-    shared = _FIELD_SETS.get(key)
-    if shared is None:
-        if len(_FIELD_SETS) >= 512:  # a handful of shapes in practice; never unbounded
-            return
-        shared = _FIELD_SETS[key] = set(names)
-    object.__setattr__(model, "__pydantic_fields_set__", shared)
+def _shared(names: set[str]) -> set[str]:
+    # Keyed by the set's iteration order: equal keys mean equal sets (a different order only
+    # costs a second entry). A handful of shapes in practice; never unbounded.
+    key = tuple(names)
+    found = _FIELD_SETS.get(key)
+    if found is None:
+        if len(_FIELD_SETS) >= 512:
+            return names
+        found = _FIELD_SETS[key] = set(names)
+    return found
 
 
 def _compact(event: Event) -> Event:
     values = vars(event)
-    if values["actions"].is_empty():
+    names = event.__pydantic_fields_set__
+    actions = values["actions"]
+    # Payloads leave defaults out: no "actions" means pydantic just built an empty one.
+    if "actions" not in names or actions.is_empty():
         values["actions"] = _EMPTY_ACTIONS
     else:
-        _share_fields_set(values["actions"])
-    if not values["long_running_tool_ids"]:
-        values["long_running_tool_ids"] = _NO_IDS
-    _share_fields_set(event)
+        _set(actions, "__pydantic_fields_set__", _shared(actions.__pydantic_fields_set__))
+    _set(event, "__pydantic_fields_set__", _shared(names))
     content = values["content"]
     if content is not None:
-        _share_fields_set(content)
+        _set(content, "__pydantic_fields_set__", _shared(content.__pydantic_fields_set__))
         for part in content.parts:
-            _share_fields_set(part)
+            _set(part, "__pydantic_fields_set__", _shared(part.__pydantic_fields_set__))
     return event
 
 
-def _decode_pending(raw: Sequence[Any] | None) -> list[PendingCall]:
-    return [PendingCall.model_validate(p) for p in raw or ()]
+def _check_shared() -> None:
+    """Fail loudly if the shared empty actions were changed in place: frozen records still hold
+    mutable dicts, and every event decoded without actions holds this one object."""
+    if not _EMPTY_ACTIONS.is_empty():
+        raise SessionError(
+            "a stored event was modified in place (event.actions.state_delta[...] = ...); "
+            "records are immutable — build a new one with event.model_copy(update=...)"
+        )
+
+
+def _decode_pending(raw: str | None) -> list[PendingCall]:
+    if not raw or raw == "[]":
+        return []
+    return [PendingCall.model_validate(p) for p in json.loads(raw)]
 
 
 def _encode_token(update_time: float, session_id: str, user_id: str) -> str:
@@ -179,7 +227,7 @@ def _decode_token(token: str) -> tuple[float, str, str]:
         update_time, session_id, user_id = json.loads(base64.urlsafe_b64decode(token))
         return float(update_time), str(session_id), str(user_id)
     except (ValueError, TypeError) as exc:
-        raise ValueError(f"invalid page_token {token!r}") from exc
+        raise InvalidPageError(f"invalid page_token {token!r}") from exc
 
 
 def _raise_stale(session_id: str, stored: int, read_at: int) -> NoReturn:
@@ -197,42 +245,49 @@ def _refuse(session_id: str, stored: int | None, read_at: int) -> None:
         _raise_stale(session_id, stored, read_at)
 
 
+async def _fetch(ex: Executor, stmt: Sql, values: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+    return await ex.fetch(stmt, values)
+
+
 class SqlSessionService(BaseSessionService):
     """Sessions in SQLite (default `.rondo/sessions.db`) or PostgreSQL.
 
-    `url`: `sqlite+aiosqlite:///path` or `postgresql+asyncpg://user@host/db`. A database with
-    an older schema is refused with `SchemaVersionError` unless `migrate=True` (or `await
-    service.migrate()`). `cache_sessions` bounds how many sessions keep their events in
-    memory. `sqlite_synchronous="FULL"` makes every SQLite commit survive power loss too (the
-    default `NORMAL` survives a killed process). Other keyword arguments go to SQLAlchemy's
-    `create_engine` / `create_async_engine`.
+    `url`: `sqlite:///path` or a file path (Python's sqlite3 driver), `sqlite+aiosqlite:///path`
+    (aiosqlite), or `postgresql+asyncpg://user@host/db` (asyncpg, up to `pool_size`
+    connections); see `rondo.sessions._sqlengine`. A database with an older schema is refused
+    with `SchemaVersionError` unless `migrate=True` (or `await service.migrate()`).
+    `cache_sessions` bounds how many sessions keep their events in memory.
+    `sqlite_synchronous="FULL"` makes every SQLite commit survive power loss too (the default
+    `NORMAL` survives a killed process). `connect_args` go to the driver's connect call.
     """
 
     def __init__(
         self,
-        url: str | URL | None = None,
+        url: str | URL | os.PathLike[str] | None = None,
         *,
         migrate: bool = False,
         cache_sessions: int = 1024,
         table_prefix: str = "rondo_",
         sqlite_synchronous: str = "NORMAL",
-        **engine_kwargs: Any,
+        pool_size: int = 10,
+        connect_args: Mapping[str, Any] | None = None,
     ) -> None:
-        self._db = Database(
+        self._db = open_database(
             url if url is not None else default_sqlite_url(),
             sqlite_synchronous=sqlite_synchronous,
-            **engine_kwargs,
+            pool_size=pool_size,
+            connect_args=connect_args,
         )
         self._tables = SessionTables(table_prefix)
+        self._sql = SessionStatements(self._tables, self._db.dialect)
         self._migrate = migrate
         self._cache: OrderedDict[_Key, _Cached] = OrderedDict()
         self._cache_sessions = max(cache_sessions, 0)
-        self._build_statements()
 
     @property
-    def engine(self) -> AsyncEngine | Engine:
-        """The SQLAlchemy engine (async for PostgreSQL; sync, on the store's thread, for SQLite)."""
-        return self._db.engine
+    def url(self) -> str:
+        """The database this store runs on, with the driver that runs it."""
+        return self._db.url
 
     async def migrate(self) -> None:
         """Upgrade an older database schema to this version of rondo."""
@@ -245,320 +300,134 @@ class SqlSessionService(BaseSessionService):
     async def _ready(self) -> None:
         await self._tables.schema.ready(self._db, migrate=self._migrate)
 
-    # -- statements, built once (SQLAlchemy caches their compiled form) ---------------------
+    # -- transactions (run by Database) -----------------------------------------------------
 
-    def _build_statements(self) -> None:
-        t = self._tables
-        s, a, u, e = t.sessions, t.app_states, t.user_states, t.events
-        app = sa.bindparam("app", type_=sa.String())
-        user = sa.bindparam("user", type_=sa.String())
-        sid = sa.bindparam("sid", type_=sa.String())
-        where_session = sa.and_(s.c.app_name == app, s.c.user_id == user, s.c.id == sid)
-        where_events = sa.and_(e.c.app_name == app, e.c.user_id == user, e.c.session_id == sid)
-        self._with_scopes = s.outerjoin(a, a.c.app_name == s.c.app_name).outerjoin(
-            u, sa.and_(u.c.app_name == s.c.app_name, u.c.user_id == s.c.user_id)
-        )
-        self._q_session = (
-            sa.select(
-                s.c.version,
-                s.c.create_time,
-                s.c.update_time,
-                s.c.state,
-                s.c.pending,
-                a.c.state,
-                u.c.state,
-            )
-            .select_from(self._with_scopes)
-            .where(where_session)
-        )
-        self._q_events = (
-            sa.select(e.c.payload)
-            .where(where_events, e.c.seq >= sa.bindparam("lo"), e.c.seq < sa.bindparam("hi"))
-            .order_by(e.c.seq)
-        )
-        self._q_first_after = sa.select(sa.func.min(e.c.seq)).where(
-            where_events, e.c.timestamp >= sa.bindparam("ts"), e.c.seq < sa.bindparam("hi")
-        )
-        self._q_version = sa.select(s.c.version).where(where_session)
-        self._q_version_state = (
-            sa.select(s.c.version, s.c.state).where(where_session).with_for_update()
-        )
-        self._q_scopes = sa.select(
-            sa.select(a.c.state).where(a.c.app_name == app).scalar_subquery(),
-            sa.select(u.c.state).where(u.c.app_name == app, u.c.user_id == user).scalar_subquery(),
-        )
-        self._insert_event = e.insert().values(
-            app_name=app,
-            user_id=user,
-            session_id=sid,
-            seq=sa.bindparam("seq"),
-            id=sa.bindparam("event_id"),
-            invocation_id=sa.bindparam("invocation_id"),
-            author=sa.bindparam("author"),
-            timestamp=sa.bindparam("ts"),
-            payload=sa.bindparam("payload", type_=e.c.payload.type),
-        )
-        # The guard of SPEC R4: the row changes only if it still has the handle's version.
-        guarded = s.update().where(where_session, s.c.version == sa.bindparam("old_version"))
-        moved: dict[str, Any] = {
-            "version": sa.bindparam("new_version", type_=sa.Integer()),
-            "update_time": sa.bindparam("ts", type_=sa.Float()),
-        }
-        state_delta = sa.bindparam("state", type_=s.c.state.type)
-        # PostgreSQL merges the session delta itself (JSONB `||`); SQLite is handed the merged
-        # state, computed from the state this process knows at the handle's version.
-        state = {
-            "state": s.c.state.op("||", return_type=s.c.state.type)(state_delta)
-            if self._db.postgres
-            else state_delta
-        }
-        pending = {"pending": sa.bindparam("pending", type_=s.c.pending.type)}
-        self._updates = {
-            (False, False): guarded.values(moved),
-            (True, False): guarded.values({**moved, **state}),
-            (False, True): guarded.values({**moved, **pending}),
-            (True, True): guarded.values({**moved, **state, **pending}),
-        }
-        # PostgreSQL, no app/user delta: guard, version bump and event insert in one
-        # statement — one round trip, atomic without a transaction. The insert selects
-        # from the update, so it inserts nothing when the guard fails.
-        self._pg_appends: dict[tuple[bool, bool], sa.Executable] = {}
-        if self._db.postgres:
-            columns = ["app_name", "user_id", "session_id", "seq", "id"]
-            columns += ["invocation_id", "author", "timestamp", "payload"]
-            for key, update in self._updates.items():
-                bumped = update.returning(s.c.version).cte("bumped")
-                row = sa.select(
-                    app,
-                    user,
-                    sid,
-                    sa.bindparam("seq", type_=sa.Integer()),
-                    sa.bindparam("event_id", type_=sa.String()),
-                    sa.bindparam("invocation_id", type_=sa.String()),
-                    sa.bindparam("author", type_=sa.String()),
-                    sa.bindparam("ts", type_=sa.Float()),
-                    sa.bindparam("payload", type_=e.c.payload.type),
-                ).select_from(bumped)
-                self._pg_appends[key] = e.insert().from_select(columns, row)
-        self._delete_events = e.delete().where(where_events)
-        self._delete_session = s.delete().where(where_session)
-        self._insert_session = s.insert().values(
-            app_name=app,
-            user_id=user,
-            id=sid,
-            state=sa.bindparam("state", type_=s.c.state.type),
-            pending=sa.bindparam("pending", type_=s.c.pending.type),
-            version=sa.bindparam("version", type_=sa.Integer()),
-            create_time=sa.bindparam("created", type_=sa.Float()),
-            update_time=sa.bindparam("created", type_=sa.Float()),
-        )
-        self._q_scope = {
-            "app": sa.select(a.c.state).where(a.c.app_name == app),
-            "user": sa.select(u.c.state).where(u.c.app_name == app, u.c.user_id == user),
-        }
-        self._upsert_scope = {
-            "app": self._upsert(a, app_name=app),
-            "user": self._upsert(u, app_name=app, user_id=user),
-        }
-        self._lists: dict[tuple[bool, bool, bool], sa.Select[*tuple[Any, ...]]] = {}
-
-    def _upsert(self, table: sa.Table, **key: sa.BindParameter[str]) -> sa.Executable:
-        """Insert a scope's state row or merge into it: JSONB `||` on PostgreSQL; on SQLite the
-        caller passes the merged state, read under the write lock."""
-        values = {
-            **key,
-            "state": sa.bindparam("state", type_=table.c.state.type),
-            "update_time": sa.bindparam("ts", type_=sa.Float()),
-        }
-        if self._db.postgres:
-            pg = postgresql.insert(table).values(values)
-            merged = table.c.state.op("||")(pg.excluded.state)
-            return pg.on_conflict_do_update(
-                index_elements=list(key),
-                set_={"state": merged, "update_time": pg.excluded.update_time},
-            )
-        lite = sqlite.insert(table).values(values)
-        return lite.on_conflict_do_update(
-            index_elements=list(key),
-            set_={"state": lite.excluded.state, "update_time": lite.excluded.update_time},
-        )
-
-    def _list_statement(
-        self, by_user: bool, after: bool, limited: bool
-    ) -> sa.Select[*tuple[Any, ...]]:
-        """One of eight prebuilt `list_sessions` queries: newest first, keyset-paged."""
-        key = (by_user, after, limited)
-        stmt = self._lists.get(key)
-        if stmt is not None:
-            return stmt
-        t = self._tables
-        s, a, u = t.sessions, t.app_states, t.user_states
-        stmt = (
-            sa.select(
-                s.c.id,
-                s.c.user_id,
-                s.c.version,
-                s.c.update_time,
-                s.c.state,
-                s.c.pending,
-                a.c.state,
-                u.c.state,
-            )
-            .select_from(self._with_scopes)
-            .where(s.c.app_name == sa.bindparam("app", type_=sa.String()))
-            .order_by(s.c.update_time.desc(), s.c.id, s.c.user_id)
-        )
-        if by_user:
-            stmt = stmt.where(s.c.user_id == sa.bindparam("user", type_=sa.String()))
-        if after:
-            # Keyset paging: sessions added meanwhile never shift a page.
-            t0 = sa.bindparam("after_time", type_=sa.Float())
-            id0 = sa.bindparam("after_id", type_=sa.String())
-            user0 = sa.bindparam("after_user", type_=sa.String())
-            stmt = stmt.where(
-                sa.or_(
-                    s.c.update_time < t0,
-                    sa.and_(
-                        s.c.update_time == t0,
-                        sa.or_(s.c.id > id0, sa.and_(s.c.id == id0, s.c.user_id > user0)),
-                    ),
-                )
-            )
-        if limited:
-            stmt = stmt.limit(sa.bindparam("limit", type_=sa.Integer()))
-        self._lists[key] = stmt
-        return stmt
-
-    # -- transactions (run by Database; no awaits inside) -----------------------------------
-
-    def _merge_scope(
-        self, conn: Executor, scope: str, params: _Params, delta: dict[str, Any]
+    async def _merge_scopes(
+        self, ex: Executor, values: _Params, app: dict[str, Any], user: dict[str, Any]
     ) -> None:
-        """Merge `delta` into an app or user state row (dict.update semantics), atomically."""
-        values = {**params, "state": delta, "ts": now()}
-        if not self._db.postgres:
-            # SQLite: this transaction holds the write lock (BEGIN IMMEDIATE), so reading and
-            # then writing cannot interleave with another writer.
-            old = conn.execute(self._q_scope[scope], params).scalar()
-            values["state"] = {**(old or {}), **delta}
-        conn.execute(self._upsert_scope[scope], values)
+        """SQLite: merge the app and user deltas into their rows (dict.update semantics). The
+        transaction holds the write lock (BEGIN IMMEDIATE): reading and then writing cannot
+        interleave with another writer. Always app before user, as on PostgreSQL."""
+        for scope, delta in (("app", app), ("user", user)):
+            if delta:
+                rows = await ex.fetch(self._sql.scope[scope], values)
+                old: dict[str, Any] = _loads(rows[0][0]) if rows else {}
+                merged = {**old, **delta}
+                await ex.execute(self._sql.upsert_scope[scope], {**values, "state": _dumps(merged)})
 
-    def _merge_scopes(
-        self,
-        conn: Executor,
-        params: _Params,
-        app: dict[str, Any],
-        user: dict[str, Any],
-    ) -> None:
-        # Always app before user: every transaction takes these row locks in the same order.
-        if app:
-            self._merge_scope(conn, "app", params, app)
-        if user:
-            self._merge_scope(conn, "user", params, user)
-
-    def _create_tx(
-        self, conn: Executor, row: _Params, app: dict[str, Any], user: dict[str, Any]
+    async def _create_tx(
+        self, ex: Executor, values: _Params, app: dict[str, Any], user: dict[str, Any]
     ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        try:
-            conn.execute(self._insert_session, row)
-        except IntegrityError:
-            raise SessionExistsError(f"session {row['sid']!r} already exists") from None
-        self._merge_scopes(conn, row, app, user)
-        app_state, user_state = conn.execute(self._q_scopes, row).one()
-        return app_state, user_state
+        sql = self._sql
+        if sql.postgres:
+            inserted, app_state, user_state = (await ex.fetch(sql.create(bool(app), bool(user)), values))[0]  # fmt: skip
+        elif await ex.execute(sql.insert_session, values):
+            inserted = 1
+            await self._merge_scopes(ex, {**values, "ts": values["created"]}, app, user)
+            app_state, user_state = (await ex.fetch(sql.scopes, values))[0]
+        else:
+            inserted = app_state = user_state = None
+        if not inserted:
+            raise SessionExistsError(f"session {values['sid']!r} already exists")
+        return _loads(app_state), _loads(user_state)
 
-    def _read_tx(
+    async def _read_tx(
         self,
-        conn: Executor,
+        ex: Executor,
         params: _Params,
         known: tuple[float, int, int] | None,
         recent: int | None,
         after: float | None,
     ) -> _Read | None:
-        row = conn.execute(self._q_session, params).first()
-        if row is None:
+        if self._sql.postgres and recent is None and after is None:
+            return await self._read_all_pg(ex, params, known)
+        rows = await ex.fetch(self._sql.session, params)
+        if not rows:
             return None
-        version, created, update_time, state, pending, app_state, user_state = row
+        row = rows[0]
+        version, created = row[0], row[1]
         start = 0
         if recent is not None:
             start = max(0, version - max(recent, 0))
         if after is not None:
-            found = conn.execute(
-                self._q_first_after, {**params, "ts": after, "hi": version}
-            ).scalar()
-            start = max(start, version if found is None else int(found))
+            found = await ex.fetch(self._sql.first_after, {**params, "ts": after, "hi": version})
+            first = found[0][0] if found else None
+            start = max(start, version if first is None else int(first))
         # Extend what the cache knows when it is this session and reaches back far enough;
         # otherwise start a new entry at `start`.
         usable = (
             known is not None and known[0] == created and known[1] <= version and known[2] <= start
         )
         lo = known[1] if known is not None and usable else start
-        events: list[Event] = []
+        payloads: list[str] = []
         if lo < version:
-            payloads = conn.execute(self._q_events, {**params, "lo": lo, "hi": version}).rows
-            if len(payloads) != version - lo:
+            rows = await ex.fetch(self._sql.events, {**params, "lo": lo, "hi": version})
+            if len(rows) != version - lo:
                 raise _Changed
-            events = [_decode_event(p) for (p,) in payloads]
-        return _Read(
-            version,
-            created,
-            update_time,
-            state,
-            pending,
-            app_state,
-            user_state,
-            start,
-            lo,
-            not usable,
-            events,
-        )
+            payloads = [p for (p,) in rows]
+        return _read(row[:7], start, lo, usable, payloads)
 
-    def _append_tx(
+    async def _read_all_pg(
+        self, ex: Executor, params: _Params, known: tuple[float, int, int] | None
+    ) -> _Read | None:
+        """PostgreSQL, no bounds: the session and the events this process lacks, one query."""
+        # Whether the cache holds every event up to its version (not a bounded window).
+        whole = known if known is not None and known[2] == 0 else None
+        values: _Params = {
+            **params,
+            "created": whole[0] if whole else -1.0,
+            "known": whole[1] if whole else 0,
+        }
+        rows = await ex.fetch(self._sql.session_and_events, values)
+        if not rows:
+            return None
+        row = rows[0]
+        version, created, lo, payloads = row[0], row[1], row[7], row[8]
+        usable = whole is not None and whole[0] == created and whole[1] <= version
+        return _read(row[:7], 0, lo, usable, payloads)
+
+    async def _append_tx(
         self,
-        conn: Executor,
-        params: _Params,
-        read_at: int,
-        event_row: _Params,
+        ex: Executor,
+        values: _Params,
         sess: dict[str, Any],
         base: dict[str, Any] | None,
-        pending: list[dict[str, Any]] | None,
         app: dict[str, Any],
         user: dict[str, Any],
     ) -> None:
-        values: _Params = {**params, "old_version": read_at, "new_version": read_at + 1}
-        values["ts"] = event_row["ts"]
-        if sess:
-            if self._db.postgres:
-                values["state"] = sess  # merged by the statement
-            else:
-                if base is None:  # this process has not seen the state at `read_at`: read it
-                    row = conn.execute(self._q_version_state, params).first()
-                    _refuse(params["sid"], None if row is None else row[0], read_at)
-                    assert row is not None
-                    base = row[1]
-                values["state"] = {**(base or {}), **sess}
-        if pending is not None:
-            values["pending"] = pending
-        key = (bool(sess), pending is not None)
-        if self._db.postgres and not app and not user:
-            values.update(event_row, seq=read_at)
-            if conn.execute(self._pg_appends[key], values).rowcount != 1:
-                self._refuse_append(conn, params, read_at)
+        sql = self._sql
+        read_at: int = values["old_version"]
+        has_pending = "pending" in values
+        if sql.postgres:  # one statement; the session delta merges in it
+            if sess:
+                values["state"] = _dumps(sess)
+            stmt = sql.append(bool(sess), has_pending, bool(app), bool(user))
+            if await ex.execute(stmt, values) != 1:
+                await self._refuse_append(ex, values, read_at)
             return
-        if conn.execute(self._updates[key], values).rowcount != 1:
-            self._refuse_append(conn, params, read_at)
-        conn.execute(self._insert_event, {**params, **event_row, "seq": read_at})
+        if sess:
+            if base is None:  # this process has not seen the state at `read_at`: read it
+                rows = await ex.fetch(sql.version_state, values)
+                _refuse(values["sid"], rows[0][0] if rows else None, read_at)
+                base = _loads(rows[0][1])
+            values["state"] = _dumps({**(base or {}), **sess})
+        if await ex.execute(sql.update(bool(sess), has_pending), values) != 1:
+            await self._refuse_append(ex, values, read_at)
+        await ex.execute(sql.insert_event, values)
         if app or user:
-            self._merge_scopes(conn, params, app, user)
+            await self._merge_scopes(ex, values, app, user)
 
-    def _refuse_append(self, conn: Executor, params: _Params, read_at: int) -> NoReturn:
-        stored = conn.execute(self._q_version, params).scalar()
-        _refuse(params["sid"], stored, read_at)
-        _raise_stale(params["sid"], read_at, read_at)  # the row vanished and came back
+    async def _refuse_append(self, ex: Executor, values: _Params, read_at: int) -> NoReturn:
+        rows = await ex.fetch(self._sql.version, values)
+        _refuse(values["sid"], rows[0][0] if rows else None, read_at)
+        _raise_stale(values["sid"], read_at, read_at)  # the row vanished and came back
 
-    def _delete_tx(self, conn: Executor, params: _Params) -> None:
-        conn.execute(self._delete_events, params)
-        conn.execute(self._delete_session, params)
+    async def _delete_tx(self, ex: Executor, params: _Params) -> None:
+        if self._sql.postgres:
+            await ex.execute(self._sql.delete, params)
+            return
+        await ex.execute(self._sql.delete_events, params)
+        await ex.execute(self._sql.delete_session, params)
 
     # -- the cache --------------------------------------------------------------------------
 
@@ -583,21 +452,24 @@ class SqlSessionService(BaseSessionService):
         session_id: str | None = None,
         state: Mapping[str, Any] | None = None,
     ) -> Session:
+        check_scope(app_name, user_id)
+        session_id = uuid.uuid4().hex if session_id is None else check_session_id(session_id)
+        check_state_delta(state or {})
         await self._ready()
-        session_id = session_id or uuid.uuid4().hex
         app, user, sess = split_state_delta(state or {})
         created = now()
-        row: _Params = {
+        values: _Params = {
             "app": app_name,
             "user": user_id,
             "sid": session_id,
-            "state": sess,
-            "pending": [],
-            "version": 0,
+            "state": _dumps(sess),
+            "app_state": _dumps(app),
+            "user_state": _dumps(user),
             "created": created,
         }
         app_state, user_state = await self._db.write(
-            partial(self._create_tx, row=row, app=app, user=user)
+            partial(self._create_tx, values=values, app=app, user=user),
+            single=self._sql.postgres,  # one statement there
         )
         entry = _Cached(created, 0)
         entry.state = dict(sess)
@@ -622,6 +494,7 @@ class SqlSessionService(BaseSessionService):
         num_recent_events: int | None = None,
         after_timestamp: float | None = None,
     ) -> Session | None:
+        check_ids(app_name, user_id, session_id)
         await self._ready()
         key = (app_name, user_id, session_id)
         params = {"app": app_name, "user": user_id, "sid": session_id}
@@ -650,6 +523,8 @@ class SqlSessionService(BaseSessionService):
         if read is None:
             self._cache.pop(key, None)
             return None
+        if read.events:
+            _check_shared()
         version = read.version
         hit = entry is not None and not read.fresh and entry.version == version
         if entry is None or read.fresh:
@@ -678,6 +553,7 @@ class SqlSessionService(BaseSessionService):
     async def append_event(self, session: Session, event: Event) -> Event:
         if event.partial:
             return event
+        check_state_delta(event.actions.state_delta)  # before anything is written (SPEC G3)
         await self._ready()
         key = (session.app_name, session.user_id, session.id)
         entry = self._cache.get(key)
@@ -688,29 +564,27 @@ class SqlSessionService(BaseSessionService):
         delta = event.actions.state_delta
         app, user, sess = split_state_delta(delta) if delta else ({}, {}, {})
         pending = apply_pending(session.pending, event)
-        base = entry.state if entry is not None and entry.version == read_at else None
-        event_row = {
+        values: _Params = {
+            "app": key[0],
+            "user": key[1],
+            "sid": key[2],
+            "old_version": read_at,
             "event_id": event.id,
             "invocation_id": event.invocation_id,
             "author": event.author,
             "ts": event.timestamp,
-            "payload": _encode_event(event, self._db.postgres),
+            "payload": _encode_event(event),
         }
+        if pending is not session.pending:
+            values["pending"] = _dumps([p.model_dump(mode="json") for p in pending])
+        if app:
+            values["app_state"] = _dumps(app)
+        if user:
+            values["user_state"] = _dumps(user)
+        base = entry.state if entry is not None and entry.version == read_at else None
         await self._db.write(
-            partial(
-                self._append_tx,
-                params={"app": key[0], "user": key[1], "sid": key[2]},
-                read_at=read_at,
-                event_row=event_row,
-                sess=sess,
-                base=base,
-                pending=None
-                if pending is session.pending
-                else [p.model_dump(mode="json") for p in pending],
-                app=app,
-                user=user,
-            ),
-            single=not app and not user,  # see _pg_appends
+            partial(self._append_tx, values=values, sess=sess, base=base, app=app, user=user),
+            single=self._sql.postgres or (not app and not user),
         )
         self._after_commit(session, event, self._cache.get(key), pending, sess)
         return event
@@ -755,17 +629,18 @@ class SqlSessionService(BaseSessionService):
         limit: int | None = None,
         page_token: str | None = None,
     ) -> ListSessionsResponse:
-        await self._ready()
+        check_scope(app_name, user_id)
         if limit is not None and limit < 1:
-            raise ValueError("limit must be at least 1")
+            raise InvalidPageError("limit must be at least 1")
+        await self._ready()
         params: _Params = {"app": app_name, "user": user_id}
         if page_token:
             after_time, after_id, after_user = _decode_token(page_token)
             params.update(after_time=after_time, after_id=after_id, after_user=after_user)
         if limit is not None:
             params["limit"] = limit + 1  # one more tells whether a next page exists
-        stmt = self._list_statement(user_id is not None, bool(page_token), limit is not None)
-        rows = (await self._db.read(lambda conn: conn.execute(stmt, params))).rows
+        stmt = self._sql.list(user_id is not None, bool(page_token), limit is not None)
+        rows = list(await self._db.read(partial(_fetch, stmt=stmt, values=params)))
         next_token = None
         if limit is not None and len(rows) > limit:
             rows = rows[:limit]
@@ -776,7 +651,7 @@ class SqlSessionService(BaseSessionService):
                 id=sid,
                 app_name=app_name,
                 user_id=uid,
-                state={**(app_state or {}), **(user_state or {}), **state},
+                state={**(_loads(app_state) or {}), **(_loads(user_state) or {}), **_loads(state)},
                 pending=_decode_pending(pending),
                 version=version,
                 last_update_time=update_time,
@@ -786,7 +661,8 @@ class SqlSessionService(BaseSessionService):
         return ListSessionsResponse(sessions=sessions, next_page_token=next_token)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        check_ids(app_name, user_id, session_id)
         await self._ready()
         params = {"app": app_name, "user": user_id, "sid": session_id}
-        await self._db.write(partial(self._delete_tx, params=params))
+        await self._db.write(partial(self._delete_tx, params=params), single=self._sql.postgres)
         self._cache.pop((app_name, user_id, session_id), None)
