@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import string
 from typing import Any
 
@@ -41,7 +42,12 @@ from rondo.models import ModelResponse, Usage
 from rondo.models.aggregator import StreamAggregator
 from rondo.types import Blob, PartialArg
 
-PROPERTIES = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# RONDO_HYPOTHESIS_EXAMPLES=5000 for a deeper search than CI's.
+PROPERTIES = settings(
+    max_examples=int(os.environ.get("RONDO_HYPOTHESIS_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 AGENT = "a"
 REQUESTING = "inv-now"
 

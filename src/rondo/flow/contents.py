@@ -172,6 +172,24 @@ def _convert(event: Event, agent_name: str) -> _Item | None:
     )
 
 
+def _without_orphans(item: _Item, orphans: set[str]) -> _Item:
+    """C6: the item without its responses to calls this view never saw (dropped)."""
+    parts = [
+        p
+        for p in item.content.parts
+        if p.function_response is None or p.function_response.id not in orphans
+    ]
+    pairs = tuple((cid, part) for cid, part in item.responses or () if cid not in orphans)
+    return _Item(
+        Content(role=item.content.role, parts=parts),
+        item.call_ids,
+        tuple(cid for cid, _ in pairs),
+        item.turn_start,
+        item.timestamp,
+        pairs,
+    )
+
+
 def _answer(pairs: list[tuple[str, Part]]) -> _Item:
     """A response record holding exactly these (call id, response part) pairs."""
     return _Item(
@@ -281,6 +299,7 @@ class ContentsView:
         "_out_valid",
         "_responded",
         "_scope",
+        "_sealed",
         "_turn_start",
         "_unanswered",
         "upto",
@@ -300,6 +319,8 @@ class ContentsView:
         self._responded: set[str] = set()
         # G2: call id → (invocation id, tool name) of calls no response answered yet.
         self._unanswered: dict[str, tuple[str, str]] = {}
+        # G2: call id → the synthetic answer standing in for it, until a real one arrives.
+        self._sealed: dict[str, _Item] = {}
         self._turn_start = -1
         self.upto = start
 
@@ -353,6 +374,7 @@ class ContentsView:
         self._all_calls = {c for it in kept for c in it.call_ids or ()}
         self._responded = {r for it in kept for r in it.response_ids or ()}
         self._unanswered = {c: v for c, v in self._unanswered.items() if c in self._all_calls}
+        self._sealed = {c: it for c, it in self._sealed.items() if any(it is k for k in kept)}
         self._turn_start = max((i for i, it in enumerate(kept) if it.turn_start), default=-1)
         self._out_valid = False
 
@@ -366,13 +388,19 @@ class ContentsView:
                 logger.warning("dropping function responses without a call: %s", orphans)
                 if not known:
                     return
+                item = _without_orphans(item, set(orphans))
+                rids = item.response_ids
+            assert rids is not None
+            if self._sealed:
+                self._unseal(rids)
             prev = items[-1] if items else None
+            # Regular: right after its calls, each answered once, in call order (a record
+            # answering in another order is rebuilt in call order, like any irregular one).
             regular = (
                 prev is not None
                 and prev.call_ids is not None
-                and all(r in prev.call_ids for r in known)
-                and not any(r in self._responded for r in known)
-                and len(known) == len(rids)
+                and not any(r in self._responded for r in rids)
+                and rids == tuple(c for c in prev.call_ids if c in rids)
             )
             self._responded.update(known)
             unanswered = self._unanswered
@@ -392,6 +420,20 @@ class ContentsView:
         items.append(item)
         if self._out_valid:
             self._out.append(item.content)
+
+    def _unseal(self, rids: tuple[str, ...]) -> None:
+        """A real answer arrived for a call answered as interrupted: the synthetic answer
+        goes, so the view is what it would be had the call never been sealed."""
+        for rid in rids:
+            synthetic = self._sealed.pop(rid, None)
+            if synthetic is None:
+                continue
+            at = next(i for i, it in enumerate(self._items) if it is synthetic)
+            del self._items[at]
+            if at < self._turn_start:
+                self._turn_start -= 1
+            self._responded.discard(rid)
+            self._out_valid = False
 
     def _answer_interrupted(self, invocation_id: str) -> None:
         """G2: answer the calls of earlier invocations that never got a response, right after
@@ -413,7 +455,10 @@ class ContentsView:
                     )
                 )
             )
-            items.insert(at + 1, _answer([(cid, part)]))
+            synthetic = _answer([(cid, part)])
+            synthetic.timestamp = items[at].timestamp  # compaction keeps it with its call
+            items.insert(at + 1, synthetic)
+            self._sealed[cid] = synthetic
             if at + 1 <= self._turn_start:
                 self._turn_start += 1
             self._responded.add(cid)
