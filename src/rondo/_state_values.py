@@ -37,25 +37,27 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _PathItem = str | int
 
 
-def check_state_delta(delta: Mapping[str, Any]) -> None:
-    """Raise `InvalidStateValueError` unless every key is a string and every value JSON."""
+def check_state_delta(delta: Mapping[str, Any], *, what: str = "state key") -> None:
+    """Raise `InvalidStateValueError` unless every key is a string and every value JSON.
+
+    `what` names the keys in the message ("state key", "argument"...)."""
     for key, value in delta.items():  # pyright: ignore[reportUnknownVariableType]
         if not isinstance(key, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            _fail(key, [], f"state keys must be strings, not {type(key).__name__}")
+            _fail(key, [], f"state keys must be strings, not {type(key).__name__}", what)
         if "\x00" in key or (not key.isascii() and _SURROGATE.search(key)):
-            _fail(key, [], f"the key {_bad_text(key)}")
+            _fail(key, [], f"the key {_bad_text(key)}", what)
         # The common case first: a scalar at the top level.
         cls: type[Any] = type(value)  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
         if cls is str:
             if "\x00" in value or (not value.isascii() and _SURROGATE.search(value)):
-                _fail(key, [], f"the string {_bad_text(value)}")
+                _fail(key, [], f"the string {_bad_text(value)}", what)
         elif cls is int or cls is bool or value is None:
             continue
         elif cls is float:
             if not math.isfinite(value):
-                _fail(key, [], _not_finite(value))
+                _fail(key, [], _not_finite(value), what)
         else:
-            _check(key, value, [], 1)
+            _check(key, value, [], 1, what)
 
 
 def check_state_value(key: str, value: Any) -> None:
@@ -63,44 +65,44 @@ def check_state_value(key: str, value: Any) -> None:
     check_state_delta({key: value})
 
 
-def _check(key: Any, value: Any, path: list[_PathItem], depth: int) -> None:
+def _check(key: Any, value: Any, path: list[_PathItem], depth: int, what: str) -> None:
     if value is None or isinstance(value, bool | int):
         return
     if isinstance(value, str):
         if "\x00" in value or (not value.isascii() and _SURROGATE.search(value)):
-            _fail(key, path, f"the string {_bad_text(value)}")
+            _fail(key, path, f"the string {_bad_text(value)}", what)
         return
     if isinstance(value, float):
         if not math.isfinite(value):
-            _fail(key, path, _not_finite(value))
+            _fail(key, path, _not_finite(value), what)
         return
     if isinstance(value, dict | list):
         if depth > MAX_DEPTH:
-            _fail(key, path, f"nested deeper than {MAX_DEPTH} levels (is it a cycle?)")
+            _fail(key, path, f"nested deeper than {MAX_DEPTH} levels (is it a cycle?)", what)
         if isinstance(value, list):
             for i, item in enumerate(value):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
                 path.append(i)
-                _check(key, item, path, depth + 1)
+                _check(key, item, path, depth + 1, what)
                 path.pop()
             return
         for name, item in value.items():  # pyright: ignore[reportUnknownVariableType]
             if not isinstance(name, str):
-                _fail(key, path, f"the dict key {name!r} is not a string (JSON's keys are)")
+                _fail(key, path, f"the dict key {name!r} is not a string (JSON's keys are)", what)
             if "\x00" in name or (not name.isascii() and _SURROGATE.search(name)):
-                _fail(key, path, f"the dict key {name!r} {_bad_text(name)}")
+                _fail(key, path, f"the dict key {name!r} {_bad_text(name)}", what)
             path.append(name)
-            _check(key, item, path, depth + 1)
+            _check(key, item, path, depth + 1, what)
             path.pop()
         return
-    _fail(key, path, _advice(value))
+    _fail(key, path, _advice(value), what)
 
 
-def _fail(key: Any, path: list[_PathItem], problem: str) -> NoReturn:
+def _fail(key: Any, path: list[_PathItem], problem: str, what: str = "state key") -> NoReturn:
     steps = [f"[{p}]" if isinstance(p, int) else repr(p) for p in path]
     if len(steps) > 6:
         steps = [*steps[:3], "…", *steps[-2:]]
     where = "".join(f" → {step}" for step in steps)
-    raise InvalidStateValueError(f"state key {key!r}{where}: {problem}", key=key, path=tuple(path))
+    raise InvalidStateValueError(f"{what} {key!r}{where}: {problem}", key=key, path=tuple(path))
 
 
 def _not_finite(value: float) -> str:

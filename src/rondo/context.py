@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rondo._state_values import check_state_value
 from rondo.errors import ConfigurationError, ReadOnlyStateError
 from rondo.events import EventActions, ToolConfirmation
 from rondo.run_config import RunConfig
@@ -129,6 +130,9 @@ class State(Mapping[str, Any]):
             raise ReadOnlyStateError(
                 "this context's state is read-only; write state from a callback or tool"
             )
+        # G3: a value every store can keep, checked now — in a tool, the write fails the
+        # call (its error response), and nothing half-written reaches the session.
+        check_state_value(key, value)
         self._delta[key] = value
 
     def update(self, values: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:

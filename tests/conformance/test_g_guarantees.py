@@ -497,3 +497,84 @@ async def test_g4_new_message_accepts_a_lone_part_and_refuses_other_types() -> N
     assert model.requests[0].contents[-1] == Content.user("hello")
     with pytest.raises(rondo.InvalidMessageError, match="new_message"):
         await collect(runner, 42)
+
+
+# -- G3: one rule for state values ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [({1, 2}, "set"), (float("nan"), "NaN"), (b"raw", "bytes"), ((1, 2), "tuple"), (object(), "")],
+    ids=["set", "nan", "bytes", "tuple", "object"],
+)
+async def test_g3_a_tool_writing_a_non_json_value_gets_an_error_response_naming_the_key(
+    value: Any, problem: str
+) -> None:
+    def remember(tool_context: ToolContext) -> dict[str, bool]:
+        """Remembers something odd."""
+        tool_context.state["fine"] = 1
+        tool_context.state["user:odd"] = value
+        return {"ok": True}
+
+    model = ScriptedModel([FunctionCall(name="remember", args={}), "noted"])
+    runner = Runner(agent=Agent(name="a", model=model, tools=[remember]), app_name=APP)
+    events = await collect(runner, "go")
+    response = events[1].get_function_responses()[0].response
+    assert "user:odd" in response["error"]
+    assert problem in response["error"]
+    # The run went on, and the store holds nothing of the failed call.
+    assert events[-1].text == "noted"
+    session = await stored(runner)
+    assert "user:odd" not in session.state
+    assert events[1].actions.state_delta == {"fine": 1}
+
+
+async def test_g3_a_callback_writing_a_non_json_value_fails_with_the_key_named() -> None:
+    def before(ctx: Any, request: Any) -> None:
+        ctx.state["when"] = object()
+
+    agent = Agent(name="a", model=ScriptedModel(["hi"]), before_model_callback=before)
+    with pytest.raises(rondo.InvalidStateValueError, match="'when'"):
+        await collect(Runner(agent=agent, app_name=APP), "go")
+
+
+async def test_g3_a_bad_state_delta_on_the_message_is_refused_before_anything_is_stored() -> None:
+    runner = Runner(agent=Agent(name="a", model=ScriptedModel(["hi"])), app_name=APP)
+    with pytest.raises(rondo.InvalidStateValueError, match="'k'"):
+        await collect(runner, "go", state_delta={"k": {1}})
+    session = await runner.session_service.get_session(
+        app_name=APP, user_id=USER, session_id=SESSION
+    )
+    assert session is not None
+    assert list(session.events) == []
+
+
+class _OddCalls:
+    """A custom Model whose function calls cannot be stored (built without validation)."""
+
+    name = "odd"
+
+    def __init__(self, call: FunctionCall) -> None:
+        self.call = call
+
+    async def generate(self, request: ModelRequest, *, stream: bool = False):  # type: ignore[no-untyped-def]
+        yield ModelResponse(content=Content(role="model", parts=[Part(function_call=self.call)]))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        FunctionCall.model_construct(name="lookup", args={"city": {1, 2}}, id="c1"),
+        FunctionCall.model_construct(name="lookup", args={"city": float("nan")}, id="c1"),
+        FunctionCall.model_construct(name="", args={}, id="c1"),
+    ],
+    ids=["set", "nan", "nameless"],
+)
+async def test_g3_a_custom_models_unstorable_call_is_a_model_error_and_the_session_loads(
+    call: FunctionCall,
+) -> None:
+    runner = Runner(agent=Agent(name="a", model=_OddCalls(call), tools=[lookup]), app_name=APP)
+    with pytest.raises(rondo.ModelResponseError, match="odd"):
+        await collect(runner, "go")
+    session = await stored(runner)
+    assert [e.author for e in session.events] == ["user"]

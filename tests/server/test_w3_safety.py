@@ -459,3 +459,24 @@ def test_w3_two_servers_on_one_store_never_interleave_a_session(launch: Launch) 
         assert (
             "StaleSessionError" in failed.text or "busy" in failed.text or failed.status_code == 409
         )
+
+
+def test_w3_malformed_ids_and_bad_state_get_4xx_not_500(client: httpx.Client) -> None:
+    """An id the store refuses (G3/R4: InvalidIdError) is a 400; a state value that is not
+    JSON is a 422; either way a detail the client can act on, never a 500."""
+    long_id = "s" * 200
+    for method, path, body, status in (
+        ("POST", f"/apps/chat/users/u/sessions/{long_id}", None, 400),
+        ("GET", f"/apps/chat/users/u/sessions/{long_id}", None, 400),
+        ("POST", "/apps/chat/users/u/sessions/a%20b", None, 400),
+        ("POST", "/run", _run("chat", "u", "bad id!"), 400),
+        ("POST", "/apps/chat/users/u/sessions", {"state": {"x": float("inf")}}, 422),
+    ):
+        content = json.dumps(body, allow_nan=True) if body is not None else None
+        answer = client.request(
+            method, path, content=content, headers={"content-type": "application/json"}
+        )
+        assert answer.status_code == status, (method, path, answer.text)
+        detail = answer.json()["detail"]
+        assert isinstance(detail, str)
+        assert "Error" in detail or "invalid" in detail.lower(), detail

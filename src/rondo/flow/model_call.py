@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from rondo._callbacks import first_result
 from rondo._ids import new_client_call_id
-from rondo.errors import InvalidCallbackError, LlmCallsLimitExceeded
+from rondo._state_values import check_state_delta
+from rondo.errors import (
+    InvalidCallbackError,
+    InvalidStateValueError,
+    LlmCallsLimitExceeded,
+    ModelResponseError,
+)
 from rondo.models.base import ModelRequest, ModelResponse
 from rondo.types import Content
 
@@ -39,6 +45,29 @@ def populate_client_call_ids(response: ModelResponse) -> ModelResponse:
         for p in parts
     ]
     return response.model_copy(update={"content": content.model_copy(update={"parts": fresh})})
+
+
+def check_calls(response: ModelResponse, model: str) -> ModelResponse:
+    """G3/G4: the function calls of a final response are stored, so they must be storable —
+    a name, and JSON arguments — or the call is a model error (and the session stays
+    loadable)."""
+    content = response.content
+    if content is None or response.partial:
+        return response
+    for part in content.parts:
+        call = part.function_call
+        if call is None:
+            continue
+        if not isinstance(call.name, str) or not call.name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ModelResponseError(f"model {model!r} returned a function call without a name")
+        if call.args:
+            try:
+                check_state_delta(call.args, what="argument")
+            except InvalidStateValueError as exc:
+                raise ModelResponseError(
+                    f"model {model!r} returned a call to {call.name!r} that cannot be stored: {exc}"
+                ) from exc
+    return response
 
 
 def _as_response(value: Any, hook: str) -> ModelResponse:
@@ -111,7 +140,8 @@ async def call_model(
     try:
         while True:
             try:
-                response = await anext(responses)
+                # An unstorable call is the model's failure: on_model_error may recover it.
+                response = check_calls(await anext(responses), model.name)
             except StopAsyncIteration:
                 break
             except Exception as exc:
