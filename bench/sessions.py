@@ -442,6 +442,11 @@ async def throughput(subject: Subject, clients: int, seconds: float) -> dict[str
 async def worker(args: argparse.Namespace) -> None:
     settings = json.loads(args.settings)
     engine_kwargs = json.loads(args.engine_kwargs)
+    if settings.get("server_gc"):
+        # What `rondo api-server` applies before serving (rondo.server.process.tune_gc).
+        from rondo.server.process import tune_gc
+
+        tune_gc()
     if args.subject.startswith("rondo"):
         subject: Subject = RondoSubject(args.url, engine_kwargs, settings.get("sync", "NORMAL"))
     else:
@@ -540,6 +545,10 @@ def orchestrate_long(args: argparse.Namespace) -> None:
         print("… rondo SQLite, two instances", file=sys.stderr, flush=True)
         url = f"sqlite:///{tmp / 'long.db'}"
         results["rondo SQLite"] = run_worker(rondo, "rondo", url, settings, {}, args.src)
+        print("… rondo SQLite, two instances, the api-server's GC settings", file=sys.stderr)
+        served = {**settings, "server_gc": True}
+        url = f"sqlite:///{tmp / 'long-served.db'}"
+        results["rondo SQLite, api-server"] = run_worker(rondo, "rondo", url, served, {}, args.src)
         if not args.no_postgres:
             schema, kwargs = _pg_schema(args)
             try:
@@ -547,6 +556,14 @@ def orchestrate_long(args: argparse.Namespace) -> None:
                 results["rondo PG"] = run_worker(
                     rondo, "rondo", args.postgres, settings, kwargs, args.src
                 )
+                print("… rondo PostgreSQL, the api-server's GC settings", file=sys.stderr)
+                served_schema, served_kwargs = _pg_schema(args)
+                try:
+                    results["rondo PG, api-server"] = run_worker(
+                        rondo, "rondo", args.postgres, served, served_kwargs, args.src
+                    )
+                finally:
+                    asyncio.run(_pg(args.postgres, f'DROP SCHEMA "{served_schema}" CASCADE'))
                 print("… rondo PostgreSQL throughput", file=sys.stderr, flush=True)
                 load = {"throughput": [16, 64], "seconds": 4 if quick else 8}
                 results["rondo PG"].update(

@@ -5,7 +5,6 @@ The server's packages (the `server` extra) load only when one of these commands 
 
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -123,9 +122,9 @@ def _serve(options: ServeOptions) -> None:
     except (CliError, RondoError) as exc:
         errors.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from None
-    # Everything loaded so far lives as long as the process: out of the collector's sight, a
-    # full collection (a pause every in-flight request waits out) has that much less to walk.
-    gc.freeze()
+    from rondo.server.process import tune_gc
+
+    tune_gc()  # fewer, shorter collector pauses for every in-flight request
     uvicorn.run(app, host=options.host, port=options.port, log_level=options.log_level)
 
 
