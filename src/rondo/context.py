@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rondo._state_values import check_state_value
 from rondo.errors import ConfigurationError, ReadOnlyStateError
-from rondo.events import EventActions, ToolConfirmation
+from rondo.events import NO_ACTIONS, EventActions, ToolConfirmation
 from rondo.run_config import RunConfig
 from rondo.sessions.base import TEMP_PREFIX, BaseSessionService, Session
 from rondo.types import Content, FunctionCall, Part
@@ -67,7 +67,7 @@ class Actions:
     def to_record(self) -> EventActions:
         """The frozen record of what was recorded so far (later writes do not change it)."""
         if self.is_empty():
-            return _NO_ACTIONS
+            return NO_ACTIONS
         return EventActions(
             state_delta=dict(self.state_delta),
             artifact_delta=dict(self.artifact_delta),
@@ -76,9 +76,6 @@ class Actions:
             skip_summarization=self.skip_summarization,
             requested_tool_confirmations=dict(self.requested_tool_confirmations),
         )
-
-
-_NO_ACTIONS = EventActions()
 
 
 class State(Mapping[str, Any]):

@@ -9,6 +9,7 @@
     │   └── MissingAPIKeyError                  a provider's API key is not set (names the variable)
     ├── InvalidMessageError (also TypeError)    `new_message` of a type rondo cannot send
     ├── ReadOnlyStateError (also TypeError)     a write to a read-only state view
+    ├── FrozenRecordError (also TypeError)      a change to the maps of a shared empty record
     ├── LlmCallsLimitExceeded                   RunConfig.max_llm_calls reached
     ├── InstructionError (also KeyError)        a required `{placeholder}` has no value
     ├── ContentsError                           history that cannot be turned into a valid request
@@ -55,6 +56,7 @@ __all__ = [
     "ConfigurationError",
     "ContentsError",
     "DuplicateAgentNameError",
+    "FrozenRecordError",
     "InstructionError",
     "InvalidArtifactNameError",
     "InvalidCallbackError",
@@ -130,6 +132,11 @@ class MissingAPIKeyError(ConfigurationError):
 
 class InvalidMessageError(RondoError, TypeError):
     """A message (`new_message`) of a type rondo cannot send."""
+
+
+class FrozenRecordError(RondoError, TypeError):
+    """A change to the empty maps of `EventActions` many events share (records are frozen:
+    build a new one with `model_copy(update=...)`)."""
 
 
 class ReadOnlyStateError(RondoError, TypeError):

@@ -8,9 +8,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rondo._ids import new_event_id
+from rondo.errors import FrozenRecordError
 from rondo.types import Content, FunctionCall, FunctionResponse, Part, Usage
 
 __all__ = [
+    "NO_ACTIONS",
     "Event",
     "EventActions",
     "EventCompaction",
@@ -73,6 +75,35 @@ class EventActions(BaseModel):
             and not self.requested_tool_confirmations
             and self.compaction is None
         )
+
+
+class _ReadOnlyDict(dict[Any, Any]):
+    """The empty maps of the shared `NO_ACTIONS`: frozen records keep plain dicts, and every
+    event without side effects shares this one object, so it must refuse changes (G1)."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise FrozenRecordError(
+            "records are immutable and this empty EventActions is shared by many events; "
+            "build a new record: event.model_copy(update={'actions': EventActions(...)})"
+        )
+
+    __setitem__ = __delitem__ = pop = popitem = clear = __ior__ = _refuse
+    update = setdefault = _refuse  # pyright: ignore[reportAssignmentType]
+
+
+# The actions of every event that has none: one object for all (decoding a long history builds
+# no EventActions per event), whose maps refuse changes.
+NO_ACTIONS = EventActions.model_construct(
+    state_delta=_ReadOnlyDict(),
+    artifact_delta=_ReadOnlyDict(),
+    requested_tool_confirmations=_ReadOnlyDict(),
+)
+
+
+def _no_actions() -> EventActions:
+    return NO_ACTIONS
 
 
 class PendingCall(BaseModel):
@@ -140,7 +171,7 @@ class Event(BaseModel):
     error_message: str | None = None
     interrupted: bool = False
     usage: Usage | None = None
-    actions: EventActions = Field(default_factory=EventActions)
+    actions: EventActions = Field(default_factory=_no_actions)
     long_running_tool_ids: frozenset[str] = frozenset()
     input_transcription: str | None = None
     output_transcription: str | None = None

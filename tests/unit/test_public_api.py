@@ -110,6 +110,7 @@ EXACT_ROOT = [
     "DuplicateAgentNameError",
     "Event",
     "EventActions",
+    "FrozenRecordError",
     "FunctionCall",
     "FunctionResponse",
     "FunctionTool",

@@ -36,12 +36,11 @@ from sqlalchemy.engine import URL
 from rondo._state_values import check_state_delta
 from rondo.errors import (
     InvalidPageError,
-    SessionError,
     SessionExistsError,
     SessionNotFoundError,
     StaleSessionError,
 )
-from rondo.events import Event, EventActions, PendingCall
+from rondo.events import NO_ACTIONS, Event, PendingCall
 from rondo.sessions._schema import SessionTables
 from rondo.sessions._sqlengine import Executor, Sql, default_sqlite_url, open_database
 from rondo.sessions._statements import SessionStatements
@@ -163,10 +162,10 @@ def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-# Records are frozen (SPEC G1), so what many decoded events hold alike can be one object: an
-# empty `EventActions`, the set of field names pydantic keeps per model. This halves the memory
-# of a cached history and the objects the garbage collector walks (bench/SESSIONS.md).
-_EMPTY_ACTIONS = EventActions()
+# Records are frozen (SPEC G1), so what many decoded events hold alike can be one object: the
+# empty actions (events.NO_ACTIONS, whose maps refuse changes), the set of field names pydantic
+# keeps per model. This halves the memory of a cached history and the objects the garbage
+# collector walks (bench/SESSIONS.md).
 _FIELD_SETS: dict[tuple[str, ...], set[str]] = {}
 _set = object.__setattr__  # the field-name set is pydantic's own slot, not a field
 
@@ -189,7 +188,7 @@ def _compact(event: Event) -> Event:
     actions = values["actions"]
     # Payloads leave defaults out: no "actions" means pydantic just built an empty one.
     if "actions" not in names or actions.is_empty():
-        values["actions"] = _EMPTY_ACTIONS
+        values["actions"] = NO_ACTIONS
     else:
         _set(actions, "__pydantic_fields_set__", _shared(actions.__pydantic_fields_set__))
     _set(event, "__pydantic_fields_set__", _shared(names))
@@ -199,16 +198,6 @@ def _compact(event: Event) -> Event:
         for part in content.parts:
             _set(part, "__pydantic_fields_set__", _shared(part.__pydantic_fields_set__))
     return event
-
-
-def _check_shared() -> None:
-    """Fail loudly if the shared empty actions were changed in place: frozen records still hold
-    mutable dicts, and every event decoded without actions holds this one object."""
-    if not _EMPTY_ACTIONS.is_empty():
-        raise SessionError(
-            "a stored event was modified in place (event.actions.state_delta[...] = ...); "
-            "records are immutable — build a new one with event.model_copy(update=...)"
-        )
 
 
 def _decode_pending(raw: str | None) -> list[PendingCall]:
@@ -523,8 +512,6 @@ class SqlSessionService(BaseSessionService):
         if read is None:
             self._cache.pop(key, None)
             return None
-        if read.events:
-            _check_shared()
         version = read.version
         hit = entry is not None and not read.fresh and entry.version == version
         if entry is None or read.fresh:
