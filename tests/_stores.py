@@ -48,8 +48,10 @@ def _dsn(url: str) -> str:
 
 async def _reachable(url: str) -> str | None:
     """None when the server answers, else why not."""
-    import asyncpg  # pyright: ignore[reportMissingTypeStubs]
-
+    try:
+        import asyncpg  # pyright: ignore[reportMissingTypeStubs]
+    except ImportError:
+        return "asyncpg is not installed: pip install 'rondo-agents[postgres]'"
     try:
         conn = await asyncpg.connect(_dsn(url), timeout=5)
     except Exception as exc:

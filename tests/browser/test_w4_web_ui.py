@@ -9,9 +9,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import pytest
-
-import rondo.lifecycle
 from tests._require import require_module
 
 sync_api = require_module("playwright.sync_api", what="BROWSER", install="pip install playwright")
@@ -330,10 +327,6 @@ def test_w4_the_user_id_is_changeable(page: Any, web: Any, user_id: str) -> None
     expect(sessions).to_have_count(1)
 
 
-@pytest.mark.skipif(
-    not hasattr(rondo.lifecycle, "ToolCallProgress"),
-    reason="this core has no tool_call_progress lifecycle event yet (SPEC G5, on main)",
-)
 def test_w4_a_streaming_tools_progress_shows_while_it_runs(page: Any, web: Any) -> None:
     open_app(page, web)
     send(page, "count to 3")

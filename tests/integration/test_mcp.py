@@ -17,10 +17,11 @@ import pytest
 from rondo import Agent, FunctionCall, Runner
 from rondo.testing import ScriptedModel
 from rondo.tools.mcp import MCPToolset
+from tests._require import require_module
 
 pytestmark = pytest.mark.integration
 
-mcp = pytest.importorskip("mcp")
+mcp = require_module("mcp", what="MCP", install="pip install 'rondo-agents[mcp]'")
 SERVER = Path(__file__).with_name("mcp_weather_server.py")
 
 

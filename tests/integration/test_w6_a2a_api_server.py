@@ -11,11 +11,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from tests._a2a import serve
 from tests._require import require_module
+
+httpx = require_module("httpx", what="SERVER", install="pip install httpx")
 
 require_module("fastapi", what="SERVER", install="pip install 'rondo-agents[server]'")
 
@@ -34,6 +34,7 @@ from a2a.types import (  # noqa: E402
 from a2a.utils.errors import TaskNotFoundError  # noqa: E402
 
 from rondo.server import create_app  # noqa: E402
+from tests._a2a import serve  # noqa: E402
 
 APPS = Path(__file__).parents[1] / "server" / "apps"
 TOKENS = {"tok-alice": "alice", "tok-bob": "bob"}

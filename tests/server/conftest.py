@@ -6,10 +6,16 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-import httpx
 import pytest
 
-from tests._stores import postgres_url as postgres_url  # the PostgreSQL fixture, re-exported
+from tests._require import require_module
+
+# Every test here talks HTTP to a live server: without the server extra the directory skips.
+httpx = require_module("httpx", what="SERVER", install="pip install 'rondo-agents[server]' httpx")
+require_module("fastapi", what="SERVER", install="pip install 'rondo-agents[server]'")
+require_module("uvicorn", what="SERVER", install="pip install 'rondo-agents[server]'")
+
+from tests._stores import postgres_url as postgres_url  # noqa: E402  (the PostgreSQL fixture, re-exported)
 
 Launch = Callable[..., AbstractContextManager[httpx.Client]]
 
