@@ -94,3 +94,42 @@ async def test_s2_invalid_structured_answer_goes_back_to_the_model() -> None:
     assert "temperature_c" in first_response.response["error"]
     assert model.calls == 2
     assert result.output == Weather(city="Rome", temperature_c=30)
+
+
+class _Verdict(BaseModel):
+    bugs: int
+    summary: str
+
+
+async def test_s3_finish_task_carries_the_validated_structured_result() -> None:
+    """S3: a task agent's result is finish_task's arguments, validated against its output
+    schema; invalid arguments go back to the task agent as an error it can fix (S2 beyond)."""
+    child_m = ScriptedModel(
+        [
+            FunctionCall(name="finish_task", args={"bugs": "many"}),  # not an int, no summary
+            FunctionCall(name="finish_task", args={"bugs": 2, "summary": "two typos"}),
+        ]
+    )
+    child = Agent(
+        name="reviewer", model=child_m, mode="task", description="reviews", output_schema=_Verdict
+    )
+    parent_m = ScriptedModel([FunctionCall(name="reviewer", args={"request": "review"}), "done"])
+    parent = Agent(name="lead", model=parent_m, sub_agents=[child])
+    runner = Runner(agent=parent, app_name="app")
+    events = [e async for e in runner.run_async(user_id="u", session_id="s", new_message="go")]
+
+    # The declared parameters are the output schema itself.
+    finish = next(d for d in child_m.requests[0].config.tools if d.name == "finish_task")
+    assert set(finish.parameters["properties"]) == {"bugs", "summary"}
+    # The first, invalid call is answered with an error naming the bad fields; the task goes on.
+    first_answer = child_m.requests[1].contents[-1].parts[0].function_response
+    assert first_answer is not None
+    assert first_answer.name == "finish_task"
+    error = str(first_answer.response.get("error", ""))
+    assert "bugs" in error
+    assert "summary" in error
+    # The parent receives exactly the validated object, once.
+    results = [r for e in events for r in e.get_function_responses() if r.name == "reviewer"]
+    assert [r.response for r in results] == [{"bugs": 2, "summary": "two typos"}]
+    assert len(child_m.requests) == 2
+    assert events[-1].text == "done"
