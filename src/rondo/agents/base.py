@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from rondo._callbacks import Callbacks, first_result, normalize_callbacks
 from rondo.errors import ConfigurationError, DuplicateAgentNameError, InvalidCallbackError
-from rondo.telemetry import start_agent
 
 # Records, contexts and lifecycle events load when an agent first runs: importing the agent
 # classes stays cheap (no pydantic models, no asyncio).
@@ -109,6 +108,8 @@ class BaseAgent:
 
     async def run_async(self, parent_context: InvocationContext) -> AsyncGenerator[Item, None]:
         """Run the agent: before-agent hooks, the agent itself, after-agent hooks."""
+        from rondo.telemetry import start_agent  # loaded on first run: `import rondo` stays light
+
         ctx = parent_context.for_agent(self)
         # O1: the run is an `invoke_agent` span when an OpenTelemetry SDK records (else None).
         trace = ctx.trace = start_agent(parent_context, ctx)
