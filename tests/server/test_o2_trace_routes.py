@@ -24,6 +24,7 @@ ADK_SPAN_KEYS = {
     "end_time",
     "attributes",
     "parent_span_id",
+    "logs",
 }
 
 

@@ -31,7 +31,7 @@ _EVENT = "gcp.vertex.agent.event_id"
 
 
 def span_json(span: ReadableSpan) -> dict[str, Any]:
-    """One span as ADK's session trace route answers it."""
+    """One span as google-adk's session trace route answers it (ADK 2.x's `WebUiSpan`)."""
     context = span.get_span_context()
     parent = span.parent
     return {
@@ -42,6 +42,7 @@ def span_json(span: ReadableSpan) -> dict[str, Any]:
         "end_time": span.end_time,
         "attributes": dict(span.attributes or {}),
         "parent_span_id": parent.span_id if parent is not None else None,
+        "logs": [],  # google-adk's log records under the span; its dev UI refuses a null
     }
 
 

@@ -2,8 +2,8 @@
 
 As ADK's `adk web` serves them:
 - `GET /dev/apps/{app}/debug/trace/session/{session_id}`: the session's spans,
-  `[{name, span_id, trace_id, start_time, end_time, attributes, parent_span_id}]` (ids as
-  integers, times in nanoseconds), `[]` when there are none or tracing is off;
+  `[{name, span_id, trace_id, start_time, end_time, attributes, parent_span_id, logs}]` (ids
+  as integers, times in nanoseconds), `[]` when there are none or tracing is off;
 - `GET /dev/apps/{app}/debug/trace/{event_id}`: the attributes of the span that produced the
   event (its `gcp.vertex.agent.event_id`), plus `trace_id` and `span_id`; 404 if unknown.
 With tokens, a caller sees only the spans of its own runs. The spans come from the server's
