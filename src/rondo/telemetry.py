@@ -230,7 +230,8 @@ class AgentTrace:
         """Start the `execute_tool {tool}` span of one tool call."""
         return ToolTrace(self, call, description)
 
-    def _child(self, name: str, kind: Any, attributes: dict[str, Any]) -> Span:
+    def child_span(self, name: str, kind: Any, attributes: dict[str, Any]) -> Span:
+        """Start a span under this agent's, with the run's ids added to `attributes`."""
         from opentelemetry import trace
 
         attributes.update(self._ids)
@@ -314,7 +315,7 @@ class ModelTrace:
                     [{"type": "text", "content": instruction}]
                 )
             attributes["gen_ai.input.messages"] = _content_json(request.contents)
-        self.span = agent._child(f"chat {name}", SpanKind.CLIENT, attributes)  # pyright: ignore[reportPrivateUsage]
+        self.span = agent.child_span(f"chat {name}", SpanKind.CLIENT, attributes)
         self._started = time.perf_counter()
         self._ended = False
 
@@ -393,7 +394,7 @@ class ToolTrace:
             attributes["gen_ai.tool.description"] = description
         if agent.capture:
             attributes["gen_ai.tool.call.arguments"] = _json(call.args)
-        self.span = agent._child(f"execute_tool {call.name}", SpanKind.INTERNAL, attributes)  # pyright: ignore[reportPrivateUsage]
+        self.span = agent.child_span(f"execute_tool {call.name}", SpanKind.INTERNAL, attributes)
         self._started = time.perf_counter()
         self._ended_ns: int | None = None
         self._error_type: str | None = None

@@ -276,3 +276,78 @@ def test_o1_without_an_sdk_rondo_never_loads_opentelemetry() -> None:
         [sys.executable, "-c", _NO_SDK_RUN], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+async def test_o1_a_streamed_model_call_is_one_span_ended_with_its_final_event(otel: Sdk) -> None:
+    from rondo import RunConfig
+
+    chunks = [
+        ModelResponse(content=Content.model("It is "), partial=True),
+        ModelResponse(content=Content.model("sunny."), partial=True),
+    ]
+    model = ScriptedModel([chunks], name="o1-stream")
+    events = await collect(
+        Runner(agent=Agent(name="streamer", model=model), app_name=APP),
+        run_config=RunConfig(streaming_mode="sse"),
+    )
+    assert [e.partial for e in events] == [True, True, False]
+    (chat,) = [s for s in otel.finished() if s.name == "chat o1-stream"]
+    assert chat.attributes["gcp.vertex.agent.event_id"] == events[-1].id
+
+
+async def test_o1_concurrent_tool_calls_each_get_a_span_tied_to_the_merged_event(
+    otel: Sdk,
+) -> None:
+    model = ScriptedModel(
+        [
+            [
+                FunctionCall(name="add", args={"a": 1, "b": 2}),
+                FunctionCall(name="add", args={"a": 3, "b": 4}),
+            ],
+            "done",
+        ],
+        name="o1-parallel",
+    )
+    events = await collect(Runner(agent=Agent(name="calc", model=model, tools=[add]), app_name=APP))
+    tools = [s for s in otel.finished() if s.name == "execute_tool add"]
+    (agent,) = [s for s in otel.finished() if s.name == "invoke_agent calc"]
+    ids = {c.id for c in events[0].get_function_calls()}
+    assert {s.attributes["gen_ai.tool.call.id"] for s in tools} == ids
+    assert len(ids) == 2
+    for span in tools:
+        assert span.parent is not None
+        assert span.parent.span_id == agent.context.span_id
+        assert span.attributes["gcp.vertex.agent.event_id"] == events[1].id
+
+
+async def test_o1_a_run_the_consumer_stops_early_still_ends_its_spans(otel: Sdk) -> None:
+    from contextlib import aclosing
+
+    from opentelemetry.trace import StatusCode
+
+    runner = _tool_loop("o1-stop")
+    async with aclosing(
+        runner.run_async(user_id="u1", session_id="stop", new_message="hi")
+    ) as events:
+        async for _event in events:
+            break  # only the model's call: the tool never runs
+    spans = _by_name(otel.finished())
+    (agent,) = spans["invoke_agent calc"]
+    assert agent.status.status_code is not StatusCode.ERROR
+    assert len(spans["chat o1-stop"]) == 1
+    assert "execute_tool add" not in spans
+
+
+async def test_o1_the_models_provider_is_named_on_its_span_and_metrics(otel: Sdk) -> None:
+    class AcmeModel(ScriptedModel):
+        provider_name = "acme"
+
+    model = AcmeModel(["hi"], name="o1-acme")
+    await collect(Runner(agent=Agent(name="greeter", model=model), app_name=APP))
+    (chat,) = [s for s in otel.finished() if s.name == "chat o1-acme"]
+    assert chat.attributes["gen_ai.provider.name"] == "acme"
+    assert chat.attributes["gen_ai.system"] == "acme"
+    assert any(
+        p.attributes.get("gen_ai.provider.name") == "acme"
+        for p in otel.points("gen_ai.client.operation.duration")
+    )
