@@ -138,7 +138,6 @@ def _ids(ctx: InvocationContext) -> dict[str, Any]:
         "rondo.run_id": ctx.run_id,
         "rondo.invocation_id": ctx.invocation_id,
         "rondo.app_name": ctx.app_name,
-        "rondo.user_id": ctx.user_id,
         # The ids google-adk's dev UI finds spans by (its Trace tab reads these).
         "gcp.vertex.agent.session_id": session_id,
         "gcp.vertex.agent.invocation_id": ctx.invocation_id,

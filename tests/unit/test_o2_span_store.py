@@ -19,35 +19,46 @@ def _tracer(store: SpanStore) -> Any:
     return provider.get_tracer("test")
 
 
-def _ids(session: str, user: str = "u", **more: str) -> dict[str, str]:
-    return {
-        "gen_ai.conversation.id": session,
-        "rondo.app_name": "app",
-        "rondo.user_id": user,
-        **more,
-    }
+def _ids(session: str, **more: str) -> dict[str, str]:
+    return {"gen_ai.conversation.id": session, "rondo.app_name": "app", **more}
 
 
-def test_o2_store_evicts_the_least_recently_traced_session_and_its_events() -> None:
-    store = SpanStore(max_sessions=2, max_spans=3)
+def test_o2_store_bounds_traces_sessions_and_spans() -> None:
+    store = SpanStore(max_sessions=2, max_traces=3, max_spans=3)
     tracer = _tracer(store)
-    for session in ("s1", "s2", "s3"):
+    for session in ("s1", "s2", "s3", "s4"):
         with tracer.start_as_current_span(
             f"run {session}", attributes=_ids(session, **{"gcp.vertex.agent.event_id": session})
         ):
             pass
-    assert store.session_spans("app", "s1", None) == []
-    assert store.event_span("app", "s1", None) is None
-    assert [s.name for s in store.session_spans("app", "s3", None)] == ["run s3"]
-    assert store.event_span("app", "s3", None) is not None
-    for i in range(5):
-        with tracer.start_as_current_span(f"step {i}", attributes=_ids("s3")):
-            pass
-    assert [s.name for s in store.session_spans("app", "s3", None)] == [
-        "step 2",
-        "step 3",
-        "step 4",
+    # Four traces, three kept: the oldest trace goes, with its event.
+    assert store.event_span("app", "s1") is None
+    assert store.session_spans("app", "s1") == []
+    assert store.event_span("app", "s2") is not None
+    # Four sessions, two indexed: s2's trace is kept, but the session index forgot it.
+    assert store.session_spans("app", "s2") == []
+    assert [s.name for s in store.session_spans("app", "s4")] == ["run s4"]
+    with tracer.start_as_current_span("run", attributes=_ids("s4")):
+        for i in range(5):
+            with tracer.start_as_current_span(f"step {i}", attributes=_ids("s4")):
+                pass
+    names = [s.name for s in store.session_spans("app", "s4")]
+    assert names == ["run s4", "step 3", "step 4", "run"]
+
+
+def test_o2_a_trace_shows_in_every_session_it_touched() -> None:
+    store = SpanStore()
+    tracer = _tracer(store)
+    with (
+        tracer.start_as_current_span("invoke_agent caller", attributes=_ids("outer")),
+        tracer.start_as_current_span("invoke_agent helper", attributes=_ids("inner")),
+    ):
+        pass
+    assert [s.name for s in store.session_spans("app", "outer")] == [
+        "invoke_agent helper",
+        "invoke_agent caller",
     ]
+    assert len(store.session_spans("app", "inner")) == 2
 
 
 def test_o2_a_span_without_session_joins_the_session_of_its_trace() -> None:
@@ -56,9 +67,8 @@ def test_o2_a_span_without_session_joins_the_session_of_its_trace() -> None:
     with tracer.start_as_current_span("POST /run"):
         with tracer.start_as_current_span("http call"):
             pass  # ends first: nothing says its session yet
-        with tracer.start_as_current_span("invoke_agent a", attributes=_ids("s1", user="bob")):
+        with tracer.start_as_current_span("invoke_agent a", attributes=_ids("s1")):
             pass
-    names = [s.name for s in store.session_spans("app", "s1", None)]
+    names = [s.name for s in store.session_spans("app", "s1")]
     assert names == ["http call", "invoke_agent a", "POST /run"]
-    assert store.session_spans("app", "s1", "alice") == []
-    assert store.session_spans("other-app", "s1", None) == []
+    assert store.session_spans("other-app", "s1") == []

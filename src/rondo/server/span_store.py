@@ -1,11 +1,12 @@
 """The server's span store: the finished spans of recent sessions, for the trace routes (O2).
 
 `SpanStore` is an OpenTelemetry SDK `SpanProcessor` (the `server` extra brings the SDK) that
-keeps the finished spans of recent sessions in memory, bounded: at most `max_sessions`
-sessions (the least recently traced go first) and `max_spans` spans per session (the oldest
-go first). A span belongs to the session named by its `gen_ai.conversation.id` attribute
-(every span rondo makes carries it); a span without one — a provider SDK's HTTP span — joins
-the session of its trace once a rondo span of that trace ends.
+keeps, in memory, the finished spans of the traces rondo's runs took part in, as google-adk's
+dev server does: a trace is kept once one of its spans names a session (its
+`gen_ai.conversation.id`; every span rondo makes carries one), with the spans of that trace that
+ended before (a request's, a provider SDK's HTTP calls). Bounded: at most `max_traces` traces
+(the oldest go first, with their event index), `max_spans` spans per trace and `max_sessions`
+sessions in the index (the least recently traced go first).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ __all__ = ["SpanStore", "enable_span_store", "span_json"]
 
 _SESSION = "gen_ai.conversation.id"
 _APP = "rondo.app_name"
-_USER = "rondo.user_id"
 _EVENT = "gcp.vertex.agent.event_id"
 
 
@@ -46,27 +46,32 @@ def span_json(span: ReadableSpan) -> dict[str, Any]:
     }
 
 
-class _Session:
-    __slots__ = ("spans", "user")
+class _Trace:
+    __slots__ = ("events", "spans")
 
-    def __init__(self, user: str | None, max_spans: int) -> None:
-        self.user = user
-        self.spans: deque[ReadableSpan] = deque(maxlen=max_spans)
+    def __init__(self, spans: list[ReadableSpan], max_spans: int) -> None:
+        self.spans: deque[ReadableSpan] = deque(spans, maxlen=max_spans)
+        self.events: list[str] = []
 
 
 class SpanStore(SpanProcessor):
-    """Finished spans per (app, session), bounded, for the trace routes."""
+    """Finished spans of recent traces, indexed by (app, session) and by event id, bounded."""
 
-    def __init__(self, *, max_sessions: int = 200, max_spans: int = 5000) -> None:
-        if max_sessions <= 0 or max_spans <= 0:
+    def __init__(
+        self, *, max_sessions: int = 200, max_traces: int = 2000, max_spans: int = 2000
+    ) -> None:
+        if min(max_sessions, max_traces, max_spans) <= 0:
             raise ConfigurationError("SpanStore bounds must be positive")
         self._max_sessions = max_sessions
+        self._max_traces = max_traces
         self._max_spans = max_spans
         self._lock = threading.Lock()  # spans end on whichever thread ran them
-        self._sessions: OrderedDict[tuple[str, str], _Session] = OrderedDict()
-        self._trace_session: OrderedDict[int, tuple[str, str]] = OrderedDict()
+        # Traces a rondo span has tied to a session, oldest first.
+        self._traces: OrderedDict[int, _Trace] = OrderedDict()
+        # Spans of traces no session is known for yet (a request's spans that ended first).
         self._waiting: OrderedDict[int, list[ReadableSpan]] = OrderedDict()
-        self._events: dict[str, tuple[tuple[str, str], ReadableSpan]] = {}
+        self._sessions: OrderedDict[tuple[str, str], list[int]] = OrderedDict()
+        self._events: dict[str, tuple[str, ReadableSpan]] = {}
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         return None
@@ -77,25 +82,20 @@ class SpanStore(SpanProcessor):
         trace_id = context.trace_id if context is not None else 0
         session_id = attributes.get(_SESSION)
         with self._lock:
-            if not isinstance(session_id, str):
-                key = self._trace_session.get(trace_id)
-                if key is None:
-                    self._wait(trace_id, span)
-                    return
-            else:
-                key = (str(attributes.get(_APP, "")), session_id)
-                self._trace_session[trace_id] = key
-                self._trace_session.move_to_end(trace_id)
-                while len(self._trace_session) > self._max_sessions * 20:
-                    self._trace_session.popitem(last=False)
-            user = attributes.get(_USER)
-            session = self._session(key, user if isinstance(user, str) else None)
-            for waiting in self._waiting.pop(trace_id, ()):
-                session.spans.append(waiting)
-            session.spans.append(span)
+            trace = self._traces.get(trace_id)
+            if trace is None and not isinstance(session_id, str):
+                self._wait(trace_id, span)
+                return
+            if trace is None:
+                trace = self._keep(trace_id)
+            trace.spans.append(span)
+            app = str(attributes.get(_APP, ""))
+            if isinstance(session_id, str):
+                self._index(app, session_id, trace_id)
             event_id = attributes.get(_EVENT)
             if isinstance(event_id, str):
-                self._events[event_id] = (key, span)
+                self._events[event_id] = (app, span)
+                trace.events.append(event_id)
 
     def _wait(self, trace_id: int, span: ReadableSpan) -> None:
         waiting = self._waiting.setdefault(trace_id, [])
@@ -104,16 +104,25 @@ class SpanStore(SpanProcessor):
         while len(self._waiting) > self._max_sessions:
             self._waiting.popitem(last=False)
 
-    def _session(self, key: tuple[str, str], user: str | None) -> _Session:
-        session = self._sessions.get(key)
-        if session is None:
-            session = self._sessions[key] = _Session(user, self._max_spans)
+    def _keep(self, trace_id: int) -> _Trace:
+        trace = self._traces[trace_id] = _Trace(self._waiting.pop(trace_id, []), self._max_spans)
+        while len(self._traces) > self._max_traces:
+            _old, dropped = self._traces.popitem(last=False)
+            for event_id in dropped.events:
+                self._events.pop(event_id, None)
+        return trace
+
+    def _index(self, app: str, session_id: str, trace_id: int) -> None:
+        key = (app, session_id)
+        traces = self._sessions.get(key)
+        if traces is None:
+            traces = self._sessions[key] = []
             while len(self._sessions) > self._max_sessions:
-                old_key, _old = self._sessions.popitem(last=False)
-                self._events = {k: v for k, v in self._events.items() if v[0] != old_key}
+                self._sessions.popitem(last=False)
         else:
             self._sessions.move_to_end(key)
-        return session
+        if trace_id not in traces:
+            traces.append(trace_id)
 
     def shutdown(self) -> None:
         return None
@@ -121,24 +130,24 @@ class SpanStore(SpanProcessor):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True
 
-    def session_spans(self, app: str, session_id: str, user: str | None) -> list[ReadableSpan]:
-        """The spans of a session, oldest first (none for another user's session)."""
-        with self._lock:
-            session = self._sessions.get((app, session_id))
-            if session is None or (user is not None and session.user != user):
-                return []
-            return list(session.spans)
+    def session_spans(self, app: str, session_id: str) -> list[ReadableSpan]:
+        """The spans kept of every trace the session took part in, trace by trace.
 
-    def event_span(self, app: str, event_id: str, user: str | None) -> ReadableSpan | None:
-        """The span that produced the event `event_id` of `app`."""
+        A trace belongs to each session it touched: an agent answering as a tool runs in a
+        session of its own, and its spans show in the caller's session too (as in ADK)."""
+        with self._lock:
+            spans: list[ReadableSpan] = []
+            for trace_id in self._sessions.get((app, session_id), ()):
+                trace = self._traces.get(trace_id)
+                if trace is not None:
+                    spans.extend(trace.spans)
+            return spans
+
+    def event_span(self, app: str, event_id: str) -> ReadableSpan | None:
+        """The span that produced the event `event_id` of `app`, if it is kept."""
         with self._lock:
             found = self._events.get(event_id)
-            if found is None or found[0][0] != app:
-                return None
-            session = self._sessions.get(found[0])
-            if session is None or (user is not None and session.user != user):
-                return None
-            return found[1]
+            return found[1] if found is not None and found[0] == app else None
 
 
 _enabled: SpanStore | None = None
