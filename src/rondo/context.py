@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from rondo.artifacts.base import BaseArtifactService
     from rondo.memory.base import BaseMemoryService, SearchMemoryResponse
     from rondo.plugins import PluginManager
+    from rondo.telemetry import AgentTrace
 
 __all__ = [
     "Actions",
@@ -254,6 +255,7 @@ class InvocationContext:
         "session",
         "session_service",
         "sink",
+        "trace",
         "user_content",
         "user_id",
     )
@@ -301,6 +303,8 @@ class InvocationContext:
         self.node = node
         # Where a running tool sends events of its own (set by the tool dispatcher).
         self.sink: EventSink | None = None
+        # The running agent's `invoke_agent` span (SPEC O1); None when nothing records.
+        self.trace: AgentTrace | None = None
         # A sub-run (an agent answering as a tool) shares its caller's demand (R7).
         self._shared = _Shared(demand)
         self._end = _EndFlag()

@@ -108,20 +108,37 @@ class BaseAgent:
 
     async def run_async(self, parent_context: InvocationContext) -> AsyncGenerator[Item, None]:
         """Run the agent: before-agent hooks, the agent itself, after-agent hooks."""
+        from rondo.telemetry import start_agent  # loaded on first run: `import rondo` stays light
+
         ctx = parent_context.for_agent(self)
-        event = await self._before_agent(ctx)
-        if event is not None:
-            yield event
-        if ctx.end_invocation:
-            return
-        async with aclosing(self._run_impl(ctx)) as items:
-            async for item in items:
-                yield item
-        if ctx.end_invocation:
-            return
-        event = await self._after_agent(ctx)
-        if event is not None:
-            yield event
+        # O1: the run is an `invoke_agent` span when an OpenTelemetry SDK records (else None).
+        trace = ctx.trace = start_agent(parent_context, ctx)
+        answer: Content | None = None
+        failure: BaseException | None = None
+        try:
+            event = await self._before_agent(ctx)
+            if event is not None:
+                yield event
+            if ctx.end_invocation:
+                return
+            async with aclosing(self._run_impl(ctx)) as items:
+                async for item in items:
+                    if trace is not None and trace.capture:
+                        answer = _answer(item, answer)
+                    yield item
+            if ctx.end_invocation:
+                return
+            event = await self._after_agent(ctx)
+            if event is not None:
+                yield event
+        except GeneratorExit:
+            raise  # the consumer stopped early: not a failure of the agent
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            if trace is not None:
+                trace.finish(failure, answer)
 
     def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
         """The agent's own work. Subclasses override this (ADK's `_run_async_impl` name is
@@ -181,6 +198,15 @@ class BaseAgent:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
+
+
+def _answer(item: Any, answer: Content | None) -> Content | None:
+    """The agent's answer so far: the content of its latest final response event."""
+    from rondo.events import Event
+
+    if isinstance(item, Event) and item.content is not None and item.is_final_response():
+        return item.content
+    return answer
 
 
 def _as_content(value: Any) -> Content:

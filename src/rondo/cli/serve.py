@@ -64,6 +64,16 @@ A2A = Annotated[
     ),
 ]
 
+Traces = Annotated[
+    bool,
+    typer.Option(
+        "--traces",
+        help="Keep the spans of recent sessions in memory for /dev/apps/APP/debug/trace/... "
+        "(google-adk's Trace tab); installs an OpenTelemetry SDK tracer provider if none is "
+        "set. `rondo web` always does.",
+    ),
+]
+
 
 @dataclass(frozen=True)
 class ServeOptions:
@@ -78,6 +88,7 @@ class ServeOptions:
     log_level: str
     web: bool
     a2a: bool = False
+    traces: bool = False
 
 
 def check_bind(host: str, auth_tokens: str | None, allow_unauthenticated: bool) -> None:
@@ -113,6 +124,7 @@ def _serve(options: ServeOptions) -> None:
             loopback_only=is_loopback(options.host) and options.auth_tokens is None,
             web=options.web,
             a2a=options.a2a,
+            trace_store=options.traces,
         )
         names = app.state.rondo.apps.names()
         errors.print(
@@ -143,12 +155,14 @@ def register(app: typer.Typer) -> None:
         max_body_bytes: MaxBody = 10 * 1024 * 1024,
         log_level: LogLevel = "info",
         a2a: A2A = False,
+        traces: Traces = False,
     ) -> None:
         """Serve the apps of AGENTS_DIR with google-adk's REST + SSE API (and rondo's)."""
         _serve(
             ServeOptions(
                 agents_dir, host, port, db, tuple(allow_origin or ()), auth_tokens,
                 allow_unauthenticated, max_body_bytes, log_level, web=False, a2a=a2a,
+                traces=traces,
             )
         )  # fmt: skip
 
@@ -168,6 +182,6 @@ def register(app: typer.Typer) -> None:
         _serve(
             ServeOptions(
                 agents_dir, host, port, db, tuple(allow_origin or ()), auth_tokens,
-                allow_unauthenticated, max_body_bytes, log_level, web=True,
+                allow_unauthenticated, max_body_bytes, log_level, web=True, traces=True,
             )
         )  # fmt: skip

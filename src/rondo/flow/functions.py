@@ -25,6 +25,7 @@ from rondo.types import Content, FunctionCall, FunctionResponse, Part
 if TYPE_CHECKING:
     from rondo.agents.llm import Agent
     from rondo.context import InvocationContext
+    from rondo.telemetry import ToolTrace
 
 __all__ = ["CallOutcome", "handle_function_calls", "merge_actions"]
 
@@ -32,7 +33,7 @@ __all__ = ["CallOutcome", "handle_function_calls", "merge_actions"]
 class CallOutcome:
     """What one call produced: its response (None = no response yet), actions and error."""
 
-    __slots__ = ("actions", "call", "duration_ms", "error", "paused", "response")
+    __slots__ = ("actions", "call", "duration_ms", "error", "paused", "response", "trace")
 
     def __init__(
         self,
@@ -51,6 +52,8 @@ class CallOutcome:
         self.duration_ms = duration_ms
         # Waits for a confirmation: it has not started (no ToolCallStart/End, seed 002 §6.B).
         self.paused = paused
+        # Its `execute_tool` span (SPEC O1), ended once the response record exists.
+        self.trace: ToolTrace | None = None
 
 
 def _copy_json(value: Any) -> Any:
@@ -75,6 +78,7 @@ async def _run_hooked(
     tool: BaseTool,
     args: dict[str, Any],
     tctx: ToolContext,
+    traced: ToolTrace | None,
 ) -> tuple[Any, str | None, str]:
     """T4: before hooks → confirmation gate → run → error hooks.
 
@@ -106,6 +110,8 @@ async def _run_hooked(
     except Exception as exc:
         await tctx.mark_started()
         error = _error_text(exc)
+        if traced is not None:
+            traced.failed(exc)
         recovered = (
             await plugins.run("on_tool_error", tool, args, tctx, exc)
             if "on_tool_error" in active
@@ -129,6 +135,7 @@ async def _after_tool(
     tctx: ToolContext,
     result: dict[str, Any],
     error: str | None,
+    traced: ToolTrace | None,
 ) -> tuple[dict[str, Any], str | None]:
     """T4: plugin.after_tool, then the agent's; they see error responses too."""
     plugins = ctx.plugins
@@ -144,6 +151,8 @@ async def _after_tool(
             return to_response(altered), error
     except Exception as exc:
         error = _error_text(exc)
+        if traced is not None:
+            traced.failed(exc)
         return {"error": error}, error
     return result, error
 
@@ -185,16 +194,53 @@ async def run_call(
         tool = _UnknownTool(call.name, tools)
     # The hooks and the tool get their own copy: editing it never changes the stored call.
     args = _copy_json(call.args)
+    if ctx.trace is not None:
+        traced = ctx.trace.tool_call(call, tool.description if known else "")
+        return await _run_traced(agent, ctx, traced, call, tool, known, args, tctx, started)
     try:
-        result, error, how = await _run_hooked(agent, ctx, tool, args, tctx)
+        result, error, how = await _run_hooked(agent, ctx, tool, args, tctx, None)
     except asyncio.CancelledError:
         tctx.cancel_event.set()  # a sync tool in its thread can see it (R7)
         raise
     if how == "delayed":
         return CallOutcome(call, None, actions, None, _ms(started))
     if known:
-        result, error = await _after_tool(agent, ctx, tool, args, tctx, result, error)
+        result, error = await _after_tool(agent, ctx, tool, args, tctx, result, error, None)
     return CallOutcome(call, result, actions, error, _ms(started), paused=how == "paused")
+
+
+async def _run_traced(
+    agent: Agent,
+    ctx: InvocationContext,
+    traced: ToolTrace,
+    call: FunctionCall,
+    tool: BaseTool,
+    known: bool,
+    args: dict[str, Any],
+    tctx: ToolContext,
+    started: float,
+) -> CallOutcome:
+    """`run_call` inside an `execute_tool` span (SPEC O1), current while the tool runs."""
+    token = traced.attach()
+    try:
+        result, error, how = await _run_hooked(agent, ctx, tool, args, tctx, traced)
+        if how != "delayed" and known:
+            result, error = await _after_tool(agent, ctx, tool, args, tctx, result, error, traced)
+    except BaseException as exc:
+        if isinstance(exc, asyncio.CancelledError):
+            tctx.cancel_event.set()  # a sync tool in its thread can see it (R7)
+        traced.failed(exc)
+        traced.done(None)
+        traced.finish(None)
+        raise
+    finally:
+        traced.detach(token)
+    if how == "delayed":
+        result, error = None, None
+    traced.done(result)
+    outcome = CallOutcome(call, result, tctx.actions, error, _ms(started), paused=how == "paused")
+    outcome.trace = traced
+    return outcome
 
 
 class _UnknownTool(BaseTool):
@@ -381,13 +427,27 @@ async def handle_function_calls(
         agent, ctx, calls, tools, reason_id, confirmations or {}, prefilled or {}, outcomes
     )
     action_started = False
-    async with aclosing(dispatch) as items:
-        async for item in items:
-            if isinstance(item, ActionStart):
-                action_started = True
-            yield item
+    try:
+        async with aclosing(dispatch) as items:
+            async for item in items:
+                if isinstance(item, ActionStart):
+                    action_started = True
+                yield item
+    except BaseException:
+        if ctx.trace is not None:
+            _end_spans(outcomes, None)
+        raise
     event = response_event(ctx, agent.name, outcomes)
+    if ctx.trace is not None:
+        _end_spans(outcomes, event)  # O1: each call's span carries its record's id
     if event is not None:
         yield event  # the runner stores it before this generator resumes
     if action_started:
         yield ActionEnd(**ctx.correlation(), reason_id=reason_id, event=event)
+
+
+def _end_spans(outcomes: Sequence[CallOutcome], event: Event | None) -> None:
+    for outcome in outcomes:
+        if outcome.trace is not None:
+            outcome.trace.finish(event)
+            outcome.trace = None

@@ -180,6 +180,8 @@ class Flow:
                 if deltas is not None and event.partial:
                     for delta in deltas.feed(event):
                         yield delta
+                if ctx.trace is not None and not event.partial:
+                    ctx.trace.model_event(event)  # O1: the chat span ends with its record
                 yield event
                 if event.partial:
                     continue  # F5: partial events never dispatch tools.

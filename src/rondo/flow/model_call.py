@@ -136,25 +136,38 @@ async def call_model(
         )
     ctx.count_llm_call()
     run_after = "after_model" in plugins.active or bool(agent.after_model_callbacks)
+    # O1: a `chat {model}` span when an SDK records; the loop ends it with the model's event.
+    traced = ctx.trace.model_call(model, request) if ctx.trace is not None else None
     responses = model.generate(request, stream=ctx.run_config.streaming_mode == "sse")
     try:
         while True:
             try:
                 # An unstorable call is the model's failure: on_model_error may recover it.
-                response = check_calls(await anext(responses), model.name)
+                raw = await anext(responses) if traced is None else await traced.next(responses)
+                response = check_calls(raw, model.name)
             except StopAsyncIteration:
                 break
             except Exception as exc:
+                if traced is not None:
+                    traced.failed(exc)
                 response = populate_client_call_ids(
                     await _recover(agent, ctx, cb_ctx, request, exc)
                 )
                 yield await _after_model(agent, ctx, cb_ctx, response) if run_after else response
                 return
             response = populate_client_call_ids(response)
+            if traced is not None and not response.partial:
+                traced.response(response)
             if run_after:
                 response = await _after_model(agent, ctx, cb_ctx, response)
             yield response
+    except BaseException as exc:
+        if traced is not None and not isinstance(exc, GeneratorExit):
+            traced.failed(exc)
+        raise
     finally:
+        if traced is not None:
+            traced.finish()  # a no-op when the loop ended it with its event
         aclose = getattr(responses, "aclose", None)
         if aclose is not None:
             await aclose()

@@ -13,7 +13,7 @@ from fastapi.staticfiles import StaticFiles
 
 from rondo._version import __version__
 from rondo.errors import ConfigurationError
-from rondo.server import adk_routes, native_routes
+from rondo.server import adk_routes, native_routes, traces
 from rondo.server.auth import TokenAuth, TokenMiddleware, load_tokens
 from rondo.server.discovery import AppRegistry
 from rondo.server.errors import install_error_handlers
@@ -70,6 +70,7 @@ def create_app(
     loopback_only: bool = False,
     web: bool = False,
     a2a: bool = False,
+    trace_store: bool | None = None,
 ) -> FastAPI:
     """The server for the apps of `agents_dir`.
 
@@ -78,7 +79,9 @@ def create_app(
     tokens file, a mapping or a `TokenAuth`) makes every request need a bearer token bound to
     one user. `loopback_only` refuses requests whose Host is not the loopback (set it when
     binding 127.0.0.1). `web` serves rondo's web UI at `/`. `a2a` also serves each app over
-    A2A at `/a2a/{app}` (the `a2a` extra; see `rondo.a2a`).
+    A2A at `/a2a/{app}` (the `a2a` extra; see `rondo.a2a`). `trace_store` keeps the spans of
+    recent sessions in memory for the trace routes and the web UI's Trace tab (installing an
+    OpenTelemetry SDK tracer provider if none is set); it defaults to `web`.
     """
     if max_body_bytes <= 0:
         raise ConfigurationError(f"max_body_bytes must be positive, got {max_body_bytes}")
@@ -86,6 +89,10 @@ def create_app(
     sessions, artifacts, owned = _stores(db, session_service, artifact_service)
     apps = AppRegistry(agents_dir, session_service=sessions, artifact_service=artifacts)
     state = ServerState(apps=apps, sessions=sessions, artifacts=artifacts, auth=auth)
+    if web if trace_store is None else trace_store:
+        from rondo.server.span_store import enable_span_store
+
+        state.spans = enable_span_store()
     a2a_apps = _a2a_apps(apps, auth) if a2a else None
 
     @asynccontextmanager
@@ -111,7 +118,7 @@ def create_app(
     install_error_handlers(app)
     # The routes join the app's own list: `include_router` would wrap each router in a
     # matching layer of its own, a hundred-odd Python calls on every request.
-    for router in (adk_routes.router, native_routes.router):
+    for router in (adk_routes.router, native_routes.router, traces.router):
         app.router.routes.extend(router.routes)
     if a2a_apps is not None:
         app.mount("/a2a", a2a_apps)

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from rondo.artifacts.base import BaseArtifactService
     from rondo.server.auth import TokenAuth
     from rondo.server.discovery import AppRegistry
+    from rondo.server.span_store import SpanStore
     from rondo.sessions.base import BaseSessionService
 
 __all__ = ["ServerState", "server_state"]
@@ -27,6 +28,8 @@ class ServerState:
     runs: ActiveRuns = field(default_factory=ActiveRuns)
     # ADK's dev UI asks for telemetry consent; rondo sends none and only remembers the answer.
     telemetry_consent: bool = False
+    # Where the trace routes find spans (SPEC O2); None when the server keeps none.
+    spans: SpanStore | None = None
 
 
 def server_state(request: Request) -> ServerState:

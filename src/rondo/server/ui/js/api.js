@@ -74,6 +74,10 @@ export class Api {
   getSession(app, user, id) {
     return this.json("GET", this.sessionPath(app, user, id));
   }
+  /** The session's spans in google-adk's trace shape (`[]` when the server keeps none). */
+  sessionTrace(app, id) {
+    return this.json("GET", `/dev/apps/${enc(app)}/debug/trace/session/${enc(id)}`);
+  }
   deleteSession(app, user, id) {
     return this.json("DELETE", this.sessionPath(app, user, id));
   }

@@ -3,6 +3,7 @@
 
 import { formatDuration, h, replace, shortId } from "./dom.js";
 import { jsonView, preview } from "./json_view.js";
+import { TraceView } from "./trace_view.js";
 
 const TIMELINE_CAP = 2000;
 
@@ -154,10 +155,11 @@ export class Inspector {
     this.state = h("div", { class: "panel-pad" });
     this.artifacts = h("div", { class: "panel-pad" });
     this.records = h("div", { class: "rows" });
-    this.panes = { state: this.state, artifacts: this.artifacts, timeline: this.timeline.el, events: this.records };
+    this.trace = new TraceView((row, title, value) => this.showDetail(row, title, value));
+    this.panes = { state: this.state, artifacts: this.artifacts, timeline: this.timeline.el, events: this.records, trace: this.trace.el };
     this.tabButtons = {};
     const tabs = h("div", { class: "tabs", role: "tablist" });
-    for (const [key, label] of [["state", "State"], ["artifacts", "Artifacts"], ["timeline", "Timeline"], ["events", "Events"]]) {
+    for (const [key, label] of [["state", "State"], ["artifacts", "Artifacts"], ["timeline", "Timeline"], ["events", "Events"], ["trace", "Trace"]]) {
       const button = h("button", { class: "tab", type: "button", role: "tab", dataset: { tab: key }, onClick: () => this.selectTab(key) }, label, h("span", { class: "tab-count" }));
       this.tabButtons[key] = button;
       tabs.append(button);
@@ -183,6 +185,7 @@ export class Inspector {
     replace(this.state, h("div", { class: "panel-empty" }, message));
     replace(this.artifacts, h("div", { class: "panel-empty" }, message));
     replace(this.records, h("div", { class: "panel-empty" }, message));
+    this.trace.show([], message);
     this.timeline.load(null);
     for (const tab of Object.keys(this.panes)) this.count(tab, 0);
     this.closeDetail();
@@ -222,6 +225,12 @@ export class Inspector {
         return row;
       }),
     );
+  }
+
+  /** The session's spans (the server's trace route), one waterfall per invocation. */
+  showTrace(spans) {
+    this.count("trace", new Set(spans.map((s) => String(s.trace_id))).size);
+    this.trace.show(spans);
   }
 
   showArtifacts(names) {

@@ -174,6 +174,7 @@ class App {
       this.chat.show(this.conversation, [h("h2", {}, "An empty session"), h("p", {}, "Type a message below and press Enter.")]);
       this.inspector.showSession(session, `rondo.timeline:${key}`);
       this.refreshArtifacts();
+      this.refreshTrace();
       this.composer.focus();
     } catch (error) {
       if (error instanceof ApiError && error.status === 404) {
@@ -369,6 +370,17 @@ class App {
       this.toasts.error(error.message, "Could not refresh the session");
     }
     this.refreshArtifacts();
+    this.refreshTrace();
+  }
+
+  async refreshTrace() {
+    const key = this.key();
+    try {
+      const spans = (await this.api.sessionTrace(this.app, this.sessionId)) || [];
+      if (key === this.key()) this.inspector.showTrace(spans);
+    } catch {
+      // An older server without the trace routes: the Trace tab stays empty.
+    }
   }
 
   async refreshArtifacts() {

@@ -1,0 +1,77 @@
+"""The trace routes, in the JSON google-adk's dev UI reads (SPEC O2).
+
+As ADK's `adk web` serves them:
+- `GET /dev/apps/{app}/debug/trace/session/{session_id}`: the session's spans,
+  `[{name, span_id, trace_id, start_time, end_time, attributes, parent_span_id, logs}]` (ids
+  as integers, times in nanoseconds), `[]` when there are none or tracing is off;
+- `GET /dev/apps/{app}/debug/trace/{event_id}`: the attributes of the span that produced the
+  event (its `gcp.vertex.agent.event_id`), plus `trace_id` and `span_id`; 404 if unknown.
+With tokens, a caller sees only the spans of its own user's sessions. The spans come from the server's
+`SpanStore` (`rondo.server.span_store`), on in `rondo web` and with `rondo api-server --traces`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Request
+
+from rondo.server.auth import caller
+from rondo.server.errors import NotFoundError, SafeRoute
+from rondo.server.state import server_state
+
+if TYPE_CHECKING:
+    from rondo.server.span_store import SpanStore
+
+__all__ = ["router"]
+
+
+router = APIRouter(route_class=SafeRoute)
+
+
+def _store(request: Request) -> SpanStore | None:
+    return server_state(request).spans
+
+
+async def _visible(request: Request, app_name: str, session_id: Any) -> bool:
+    """Whether the caller may see the session's spans: with tokens, only its own user's
+    sessions (spans carry no user id; the session store knows whose a session is)."""
+    who = caller(request)
+    if who is None:
+        return True
+    if not isinstance(session_id, str):
+        return False
+    found = await server_state(request).sessions.get_session(
+        app_name=app_name, user_id=who, session_id=session_id, num_recent_events=1
+    )
+    return found is not None
+
+
+@router.get("/dev/apps/{app_name}/debug/trace/session/{session_id}")
+async def session_trace(request: Request, app_name: str, session_id: str) -> list[dict[str, Any]]:
+    """The spans of a session's runs (ADK's Trace tab); `[]` when tracing is off."""
+    store = _store(request)
+    if store is None or not await _visible(request, app_name, session_id):
+        return []
+    from rondo.server.span_store import span_json
+
+    return [span_json(s) for s in store.session_spans(app_name, session_id)]
+
+
+@router.get("/dev/apps/{app_name}/debug/trace/{event_id}")
+async def event_trace(request: Request, app_name: str, event_id: str) -> dict[str, Any]:
+    """The attributes of the span that produced an event, with its trace and span ids."""
+    store = _store(request)
+    span = store.event_span(app_name, event_id) if store is not None else None
+    if span is not None and span.attributes is not None:
+        session_id = span.attributes.get("gen_ai.conversation.id")
+        if not await _visible(request, app_name, session_id):
+            span = None
+    if span is None:
+        raise NotFoundError(f"no trace for event {event_id!r} of app {app_name!r}")
+    context = span.get_span_context()
+    return {
+        **dict(span.attributes or {}),
+        "trace_id": context.trace_id if context is not None else None,
+        "span_id": context.span_id if context is not None else None,
+    }
