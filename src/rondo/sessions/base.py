@@ -360,6 +360,35 @@ class BaseSessionService(abc.ABC):
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; the default does nothing."""
 
+    # -- one run per session across processes (SPEC W5) --------------------------------------
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes may write to this store at the same time (PostgreSQL).
+
+        Only then do `claim_run` / `renew_run` / `release_run` do anything: within one
+        process the server already runs one invocation per session at a time."""
+        return False
+
+    async def claim_run(
+        self, *, app_name: str, user_id: str, session_id: str, owner: str, ttl: float
+    ) -> bool:
+        """Claim the session for one run by `owner` for `ttl` seconds, across every process
+        on this store; False when another owner's live claim holds it. The default (a store
+        no other process writes to) always grants it."""
+        return True
+
+    async def renew_run(
+        self, *, app_name: str, user_id: str, session_id: str, owner: str, ttl: float
+    ) -> bool:
+        """Extend `owner`'s claim by `ttl` seconds; False if it lapsed and was taken."""
+        return True
+
+    async def release_run(  # noqa: B027 - optional hook
+        self, *, app_name: str, user_id: str, session_id: str, owner: str
+    ) -> None:
+        """Free the session `owner` claimed (nothing when it no longer holds it)."""
+
 
 def now() -> float:
     return time.time()

@@ -1,0 +1,105 @@
+"""Run claims: one run at a time on a session, across every process that shares a PostgreSQL.
+
+A run claims its session before its first append and frees it when it ends. The version check
+of `append_event` already refuses a stale write, but it does so at the *first* stale append:
+a run that lost the race after storing the user's message would leave that message without an
+answer. With the claim, a second run on a busy session is refused before it stores anything,
+so the session only ever holds whole invocations.
+
+A claim is a row `(app, user, session) → owner, expires_at` in `<prefix>run_claims`, written
+with the database's clock (no skew between replicas). It lapses `ttl` seconds after its last
+renewal, so a replica that died mid-run blocks its session for at most that long; a live run
+renews it (`renew`) well before then. Each operation is one statement, one round trip. The
+table is outside the versioned session schema: it holds nothing that outlives a run, and is
+created (if missing) the first time a store claims.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+from typing import Any
+
+from rondo.sessions._sqlengine import Database, Executor, Sql
+
+__all__ = ["RunClaims"]
+
+
+class RunClaims:
+    """The run claims of one store's PostgreSQL database."""
+
+    def __init__(self, db: Database, table_prefix: str) -> None:
+        table = f"{table_prefix}run_claims"
+        self._db = db
+        self._create = (
+            f"CREATE TABLE IF NOT EXISTS {table} ("
+            "app_name VARCHAR(128) NOT NULL, user_id VARCHAR(128) NOT NULL, "
+            "session_id VARCHAR(128) NOT NULL, owner VARCHAR(64) NOT NULL, "
+            "expires_at TIMESTAMPTZ NOT NULL, PRIMARY KEY (app_name, user_id, session_id))"
+        )
+        where = "app_name = :app AND user_id = :user AND session_id = :sid AND owner = :owner"
+        # Taken when free, lapsed, or already this owner's; no row back means someone else has it.
+        self._claim = Sql(
+            f"INSERT INTO {table} AS c (app_name, user_id, session_id, owner, expires_at) "
+            "VALUES (:app, :user, :sid, :owner, now() + make_interval(secs => :ttl)) "
+            "ON CONFLICT (app_name, user_id, session_id) DO UPDATE "
+            "SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at "
+            "WHERE c.expires_at < now() OR c.owner = EXCLUDED.owner RETURNING owner"
+        )
+        self._renew = Sql(
+            f"UPDATE {table} SET expires_at = now() + make_interval(secs => :ttl) WHERE {where}"
+        )
+        self._release = Sql(f"DELETE FROM {table} WHERE {where}")
+        self._ready = False
+        self._creating = asyncio.Lock()
+
+    async def _table(self) -> None:
+        if self._ready:
+            return
+        async with self._creating:
+            if not self._ready:
+                try:
+                    await self._db.write(partial(_script, sql=self._create))
+                except Exception as exc:
+                    # Two replicas creating it at once: the loser sees the winner's table.
+                    if type(exc).__name__ != "UniqueViolationError":
+                        raise
+                self._ready = True
+
+    async def claim(self, key: tuple[str, str, str], owner: str, ttl: float) -> bool:
+        """Whether `owner` now holds the session `key` for `ttl` seconds."""
+        await self._table()
+        values = _values(key, owner, ttl)
+        rows = await self._db.write(partial(_fetch, stmt=self._claim, values=values), single=True)
+        return bool(rows)
+
+    async def renew(self, key: tuple[str, str, str], owner: str, ttl: float) -> bool:
+        """Extend `owner`'s claim; False when it lapsed and someone else took the session."""
+        values = _values(key, owner, ttl)
+        changed = await self._db.write(
+            partial(_execute, stmt=self._renew, values=values), single=True
+        )
+        return changed == 1
+
+    async def release(self, key: tuple[str, str, str], owner: str) -> None:
+        """Free the session (only if `owner` still holds it)."""
+        values = _values(key, owner, 0.0)
+        del values["ttl"]
+        await self._db.write(partial(_execute, stmt=self._release, values=values), single=True)
+
+
+def _values(key: tuple[str, str, str], owner: str, ttl: float) -> dict[str, Any]:
+    app, user, sid = key
+    return {"app": app, "user": user, "sid": sid, "owner": owner, "ttl": float(ttl)}
+
+
+async def _script(ex: Executor, *, sql: str) -> None:
+    await ex.script(sql)
+
+
+async def _fetch(ex: Executor, *, stmt: Sql, values: dict[str, Any]) -> list[Any]:
+    return list(await ex.fetch(stmt, values))
+
+
+async def _execute(ex: Executor, *, stmt: Sql, values: dict[str, Any]) -> int:
+    return await ex.execute(stmt, values)
