@@ -4,6 +4,7 @@
     .venv/bin/python bench/replicas.py                  # 16 clients, 10 s, 2 rounds
     .venv/bin/python bench/replicas.py --quick          # 4 s, one round
     RONDO_BENCH_POSTGRES=postgresql://postgres@127.0.0.1:5432/postgres .venv/bin/python ...
+    .venv/bin/python bench/replicas.py --only rondo --src /tmp/old/src   # another rondo tree
 
 Each subject runs two replicas of its own server, each the command a user runs — `rondo
 api-server server_apps/rondo --db postgresql+asyncpg://…` and `adk api_server
@@ -40,7 +41,16 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from server import ADK_APPS, RONDO_APPS, ROOT, Connection, _free_port, _pct, adk_python  # noqa: E402
+from server import (  # noqa: E402
+    ADK_APPS,
+    RONDO_APPS,
+    ROOT,
+    Connection,
+    _cpu_seconds,
+    _free_port,
+    _pct,
+    adk_python,
+)
 
 DATABASES = {"rondo": "bench_replicas_rondo", "adk": "bench_replicas_adk"}
 REPLICAS = 2
@@ -96,11 +106,15 @@ def command(subject: str, port: int) -> list[str]:
 
 
 class Replica:
-    def __init__(self, subject: str, workdir: Path) -> None:
+    def __init__(self, subject: str, workdir: Path, src: Path | None = None) -> None:
         self.port = _free_port()
+        env = dict(os.environ)
+        if src is not None and subject == "rondo":  # rondo from another source tree
+            env["PYTHONPATH"] = str(src)
         self.process = subprocess.Popen(
             command(subject, self.port),
             cwd=workdir,
+            env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -122,6 +136,9 @@ class Replica:
             await asyncio.sleep(0.2)
         raise RuntimeError("a replica did not start")
 
+    def cpu(self) -> float:
+        return _cpu_seconds(self.process.pid)
+
     def stop(self) -> None:
         self.process.terminate()
         try:
@@ -137,6 +154,8 @@ class Replica:
 class Sample:
     run_ms: list[float] = field(default_factory=list[float])
     errors: int = 0
+    runs: int = 0  # every run tried, counted or not (for the CPU per run)
+    first_error: str = ""
     # (replica index, user, session id, events acknowledged: message + streamed events)
     acknowledged: list[tuple[int, str, str, int]] = field(
         default_factory=list[tuple[int, str, str, int]]
@@ -157,9 +176,11 @@ async def _client(
     try:
         while time.perf_counter() < stop_at:
             n += 1
+            sample.runs += 1
             status, body, _ = await here.request("POST", base, b"{}")
             if status != 200:
                 sample.errors += 1
+                sample.first_error = sample.first_error or f"create {status}: {body[:300]!r}"
                 continue
             sid = json.loads(body)["id"]
             run = {
@@ -177,9 +198,12 @@ async def _client(
             if status == 200 and measure:
                 sample.acknowledged.append((home, user, sid, 1 + streamed - body.count(b'"error')))
             status, body, _ = await here.request("GET", f"{base}/{sid}")
+            if not ok:
+                sample.first_error = sample.first_error or f"run {status}: {body[-300:]!r}"
             ok = ok and status == 200 and len(json.loads(body)["events"]) == 4
             if not ok:
                 sample.errors += 1
+                sample.first_error = sample.first_error or f"read {status}: {body[:300]!r}"
                 continue
             if measure:
                 sample.run_ms.append((done - sent) * 1000)
@@ -221,6 +245,7 @@ async def _point(
 ) -> dict[str, Any]:
     ports = [r.port for r in replicas]
     clients = args.clients
+    cpu_before = sum(r.cpu() for r in replicas)
     warm = Sample()
     stop = time.perf_counter() + args.warmup
     await asyncio.gather(*(_client(ports, i, round_, stop, warm, False) for i in range(clients)))
@@ -228,6 +253,8 @@ async def _point(
     stop = time.perf_counter() + args.seconds
     await asyncio.gather(*(_client(ports, i, round_, stop, sample, True) for i in range(clients)))
     runs = len(sample.run_ms)
+    cpu_ms = (sum(r.cpu() for r in replicas) - cpu_before) * 1000
+    tried = sample.runs + warm.runs
     return {
         "subject": subject,
         "round": round_,
@@ -236,7 +263,9 @@ async def _point(
         "runs_per_s": runs / args.seconds,
         "p50_ms": _pct(sample.run_ms, 0.50),
         "p99_ms": _pct(sample.run_ms, 0.99),
+        "server_cpu_ms_per_run": cpu_ms / tried if tried else float("nan"),
         "errors": sample.errors + warm.errors,
+        "first_error": sample.first_error or warm.first_error,
         "acknowledged_events": sum(a[3] for a in sample.acknowledged),
         "lost_events": await _lost_events(ports, sample),
         "load": os.getloadavg()[0],
@@ -246,7 +275,8 @@ async def _point(
 def _row(r: dict[str, Any]) -> str:
     return (
         f"| {r['subject']} | {r['round']} | {r['clients']} | {r['runs_per_s']:.1f} | "
-        f"{r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['errors']} | {r['acknowledged_events']} | "
+        f"{r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['server_cpu_ms_per_run']:.1f} | "
+        f"{r['errors']} | {r['acknowledged_events']} | "
         f"{r['lost_events']} | {r['load']:.1f} |"
     )
 
@@ -261,9 +291,10 @@ async def bench(
     try:
         for subject in subjects:
             # One first, so two replicas never race to create the tables of an empty database.
-            first = Replica(subject, workdir)
+            first = Replica(subject, workdir, args.src)
             await first.ready()
-            servers[subject] = [first, *(Replica(subject, workdir) for _ in range(REPLICAS - 1))]
+            others = [Replica(subject, workdir, args.src) for _ in range(REPLICAS - 1)]
+            servers[subject] = [first, *others]
             for replica in servers[subject]:
                 await replica.ready()
         for turn in range(args.rounds):
@@ -271,6 +302,8 @@ async def bench(
                 row = await _point(subject, servers[subject], turn, args)
                 rows.append(row)
                 print(_row(row), flush=True)
+                if row["first_error"]:
+                    print(f"  first error: {row['first_error']}", flush=True)
     finally:
         for replicas in servers.values():
             for replica in replicas:
@@ -287,6 +320,7 @@ def main() -> None:
     parser.add_argument("--only", choices=["rondo", "adk"])
     parser.add_argument("--quick", action="store_true", help="4 s, one round")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--src", type=Path, help="run rondo from this source tree (its src/)")
     args = parser.parse_args()
     if args.quick:
         args.seconds, args.warmup, args.rounds = 4.0, 1.0, 1
@@ -295,9 +329,9 @@ def main() -> None:
         f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {REPLICAS} replicas each; "
         f"{args.clients} clients; {args.seconds:.0f} s per point"
     )
-    print("| server | round | clients | runs/s | run p50 ms | run p99 ms | errors | "
-          "events acknowledged | events lost | load |")  # fmt: skip
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| server | round | clients | runs/s | run p50 ms | run p99 ms | replicas' CPU ms/run "
+          "| errors | events acknowledged | events lost | load |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     rows = asyncio.run(bench(subjects, args, Path(os.environ.get("TMPDIR", "/tmp"))))
     medians: dict[str, float] = {}
     for subject in subjects:
@@ -306,6 +340,7 @@ def main() -> None:
         print(
             f"{subject}: median {medians[subject]:.1f} runs/s, "
             f"p99 {statistics.median(r['p99_ms'] for r in group):.1f} ms, "
+            f"{statistics.median(r['server_cpu_ms_per_run'] for r in group):.1f} CPU ms/run, "
             f"{sum(r['errors'] for r in group)} errors, "
             f"{sum(r['lost_events'] for r in group)} events lost"
         )
