@@ -20,7 +20,7 @@ from rondo.errors import SessionExistsError
 from rondo.events import Event, EventActions
 from rondo.server.auth import caller, check_shared_state, owner
 from rondo.server.errors import BadRequestError, InvalidValueError, NotFoundError, SafeRoute
-from rondo.server.runs import SessionClaim, collect, start_run
+from rondo.server.runs import collect, start_run
 from rondo.server.state import ServerState, server_state
 from rondo.server.streams import dumps, open_stream, sse
 from rondo.server.wire import (
@@ -222,11 +222,11 @@ async def update_session(
         actions=EventActions(state_delta=body.state_delta),
     )
     # A run's claim covers this write too: it would otherwise cut that run short (SPEC W5).
-    claim = await SessionClaim.take(state, app_name, user_id, session_id)
+    release = await state.claims.take(app_name, user_id, session_id)
     try:
         await state.sessions.append_event(session, event)
     finally:
-        await claim.release()
+        await release()
     return _json(session_json(session))
 
 

@@ -8,8 +8,8 @@ so the session only ever holds whole invocations.
 
 A claim is a row `(app, user, session) → owner, expires_at` in `<prefix>run_claims`, written
 with the database's clock (no skew between replicas). It lapses `ttl` seconds after its last
-renewal, so a replica that died mid-run blocks its session for at most that long; a live run
-renews it (`renew`) well before then. Each operation is one statement, one round trip. The
+renewal, so a replica that died mid-run blocks its session for at most that long; a live
+replica renews all the claims it holds in one statement (`renew`) well before then. Each operation is one statement, one round trip. The
 table is outside the versioned session schema: it holds nothing that outlives a run, and is
 created (if missing) the first time a store claims.
 """
@@ -47,7 +47,8 @@ class RunClaims:
             "WHERE c.expires_at < now() OR c.owner = EXCLUDED.owner RETURNING owner"
         )
         self._renew = Sql(
-            f"UPDATE {table} SET expires_at = now() + make_interval(secs => :ttl) WHERE {where}"
+            f"UPDATE {table} SET expires_at = now() + make_interval(secs => :ttl) "
+            "WHERE owner = ANY(:owners::varchar[])"
         )
         self._release = Sql(f"DELETE FROM {table} WHERE {where}")
         self._ready = False
@@ -73,13 +74,10 @@ class RunClaims:
         rows = await self._db.write(partial(_fetch, stmt=self._claim, values=values), single=True)
         return bool(rows)
 
-    async def renew(self, key: tuple[str, str, str], owner: str, ttl: float) -> bool:
-        """Extend `owner`'s claim; False when it lapsed and someone else took the session."""
-        values = _values(key, owner, ttl)
-        changed = await self._db.write(
-            partial(_execute, stmt=self._renew, values=values), single=True
-        )
-        return changed == 1
+    async def renew(self, owners: list[str], ttl: float) -> int:
+        """Extend the claims of `owners` by `ttl` seconds; how many were still theirs."""
+        values: dict[str, Any] = {"owners": owners, "ttl": float(ttl)}
+        return await self._db.write(partial(_execute, stmt=self._renew, values=values), single=True)
 
     async def release(self, key: tuple[str, str, str], owner: str) -> None:
         """Free the session (only if `owner` still holds it)."""

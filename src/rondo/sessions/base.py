@@ -366,7 +366,7 @@ class BaseSessionService(abc.ABC):
     def shared(self) -> bool:
         """Whether other processes may write to this store at the same time (PostgreSQL).
 
-        Only then do `claim_run` / `renew_run` / `release_run` do anything: within one
+        Only then do `claim_run` / `renew_runs` / `release_run` do anything: within one
         process the server already runs one invocation per session at a time."""
         return False
 
@@ -378,11 +378,10 @@ class BaseSessionService(abc.ABC):
         no other process writes to) always grants it."""
         return True
 
-    async def renew_run(
-        self, *, app_name: str, user_id: str, session_id: str, owner: str, ttl: float
-    ) -> bool:
-        """Extend `owner`'s claim by `ttl` seconds; False if it lapsed and was taken."""
-        return True
+    async def renew_runs(self, owners: Sequence[str], ttl: float) -> int:
+        """Extend the claims of `owners` by `ttl` seconds (one statement for all); returns
+        how many were still theirs."""
+        return len(owners)
 
     async def release_run(  # noqa: B027 - optional hook
         self, *, app_name: str, user_id: str, session_id: str, owner: str

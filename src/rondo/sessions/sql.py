@@ -302,12 +302,10 @@ class SqlSessionService(BaseSessionService):
             return True
         return await self._claims.claim((app_name, user_id, session_id), owner, ttl)
 
-    async def renew_run(
-        self, *, app_name: str, user_id: str, session_id: str, owner: str, ttl: float
-    ) -> bool:
+    async def renew_runs(self, owners: Sequence[str], ttl: float) -> int:
         if self._claims is None:
-            return True
-        return await self._claims.renew((app_name, user_id, session_id), owner, ttl)
+            return len(owners)
+        return await self._claims.renew(list(owners), ttl)
 
     async def release_run(
         self, *, app_name: str, user_id: str, session_id: str, owner: str
