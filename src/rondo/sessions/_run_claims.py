@@ -17,12 +17,15 @@ created (if missing) the first time a store claims.
 from __future__ import annotations
 
 import asyncio
+import zlib
 from functools import partial
 from typing import Any
 
 from rondo.sessions._sqlengine import Database, Executor, Sql
 
 __all__ = ["RunClaims"]
+
+_LOCK = Sql("SELECT pg_advisory_xact_lock(:key)")
 
 
 class RunClaims:
@@ -51,6 +54,7 @@ class RunClaims:
             "WHERE owner = ANY(:owners::varchar[])"
         )
         self._release = Sql(f"DELETE FROM {table} WHERE {where}")
+        self._lock_key = zlib.crc32(table.encode())
         self._ready = False
         self._creating = asyncio.Lock()
 
@@ -59,13 +63,14 @@ class RunClaims:
             return
         async with self._creating:
             if not self._ready:
-                try:
-                    await self._db.write(partial(_script, sql=self._create))
-                except Exception as exc:
-                    # Two replicas creating it at once: the loser sees the winner's table.
-                    if type(exc).__name__ != "UniqueViolationError":
-                        raise
+                await self._db.write(self._create_table)
                 self._ready = True
+
+    async def _create_table(self, ex: Executor) -> None:
+        # Two replicas starting at once must not both create it (CREATE … IF NOT EXISTS alone
+        # is not safe against a concurrent create in PostgreSQL).
+        await ex.fetch(_LOCK, {"key": self._lock_key})
+        await ex.script(self._create)
 
     async def claim(self, key: tuple[str, str, str], owner: str, ttl: float) -> bool:
         """Whether `owner` now holds the session `key` for `ttl` seconds."""
@@ -89,10 +94,6 @@ class RunClaims:
 def _values(key: tuple[str, str, str], owner: str, ttl: float) -> dict[str, Any]:
     app, user, sid = key
     return {"app": app, "user": user, "sid": sid, "owner": owner, "ttl": float(ttl)}
-
-
-async def _script(ex: Executor, *, sql: str) -> None:
-    await ex.script(sql)
 
 
 async def _fetch(ex: Executor, *, stmt: Sql, values: dict[str, Any]) -> list[Any]:
