@@ -212,3 +212,42 @@ def test_w5_concurrent_runs_on_one_session_from_two_replicas_never_lose_an_updat
     after = httpx.post(f"{one}/run", json=_run_body("tally", user, sid, "after"), timeout=30)
     assert after.status_code == 200, after.text
     assert _session(two, "tally", user, sid)["state"] == {"count": len(acknowledged) + 1}
+
+
+def test_w5_a_run_frees_its_session_before_its_answer_ends(replicas: list[str], user: str) -> None:
+    """A client that read a whole answer may send its next message to any replica at once."""
+    one, two, _ = replicas
+    sid = _create(one, "chat", user)
+    with httpx.Client(timeout=30) as http:
+        for i in range(4):
+            body = {**_run_body("chat", user, sid, f"n{i}"), "streaming": True}
+            streamed = http.post(f"{(one, two)[i % 2]}/run_sse", json=body)
+            assert streamed.status_code == 200, streamed.text
+            assert streamed.text.count("data: ") >= 3
+            ran = http.post(f"{(two, one)[i % 2]}/run", json=_run_body("chat", user, sid, f"m{i}"))
+            assert ran.status_code == 200, ran.text  # not 409: the stream's claim is gone
+    assert _session(one, "chat", user, sid)["state"]["note_count"] == 8
+
+
+def test_w5_a_state_change_on_another_replica_waits_for_the_run(
+    replicas: list[str], user: str
+) -> None:
+    one, two, _ = replicas
+    sid = _create(one, "tally", user)
+    path = f"/apps/tally/users/{user}/sessions/{sid}"
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(
+            httpx.post, f"{one}/run", json=_run_body("tally", user, sid, "slow"), timeout=30
+        )
+        deadline = time.monotonic() + 10
+        while not _session(two, "tally", user, sid)["events"]:  # the run has begun
+            assert time.monotonic() < deadline, "the run never started"
+            time.sleep(0.01)
+        patched = httpx.patch(f"{two}{path}", json={"stateDelta": {"count": 100}}, timeout=10)
+        assert patched.status_code == 409, patched.text
+        assert "another run" in patched.json()["detail"]
+        assert running.result().status_code == 200
+    _complete_invocations(_session(two, "tally", user, sid)["events"])
+    assert _session(two, "tally", user, sid)["state"] == {"count": 1}
+    again = httpx.patch(f"{two}{path}", json={"stateDelta": {"count": 100}}, timeout=10)
+    assert again.status_code == 200, again.text

@@ -1,7 +1,8 @@
 """An agent whose runs take a moment and count in the session state: two runs on one session
 from two servers overlap, and a lost update shows as a count below the runs that succeeded.
 
-For any message the model waits 0.2 s, calls `tally`, then answers `counted <n>`.
+For any message the model waits 0.2 s (2 s for a message starting with "slow"), calls
+`tally`, then answers `counted <n>`.
 """
 
 import asyncio
@@ -24,7 +25,8 @@ class TallyModel:
         if answered:
             yield ModelResponse(content=Content.model(f"counted {answered[0].response['count']}"))
             return
-        await asyncio.sleep(0.2)  # the window in which another server's run can start
+        # The window in which another server's run can start.
+        await asyncio.sleep(2.0 if last.text.startswith("slow") else 0.2)
         call = FunctionCall(name="tally", args={})
         yield ModelResponse(content=Content(role="model", parts=[Part(function_call=call)]))
 
