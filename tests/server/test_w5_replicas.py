@@ -3,13 +3,15 @@
 Three real server processes (the command a user runs) share the test database. A session
 created on one is run on another and read on a third; two replicas running one session at the
 same time never lose an update — the stale run is answered 409 and leaves nothing half-written;
-a replica that cached a session sees what other replicas appended since.
+a replica that cached a session sees what other replicas appended since. (One test runs two
+servers in this process instead, to slow down how they free a session.)
 
 Every test works under a user id of its own, so it never meets another test's sessions.
 """
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
@@ -22,7 +24,9 @@ from typing import Any
 import httpx
 import pytest
 
+from rondo.sessions.sql import SqlSessionService
 from tests.server._live import APPS, free_port
+from tests.server.conftest import Launch
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
@@ -214,19 +218,32 @@ def test_w5_concurrent_runs_on_one_session_from_two_replicas_never_lose_an_updat
     assert _session(two, "tally", user, sid)["state"] == {"count": len(acknowledged) + 1}
 
 
-def test_w5_a_run_frees_its_session_before_its_answer_ends(replicas: list[str], user: str) -> None:
-    """A client that read a whole answer may send its next message to any replica at once."""
-    one, two, _ = replicas
-    sid = _create(one, "chat", user)
-    with httpx.Client(timeout=30) as http:
-        for i in range(4):
+def test_w5_a_run_frees_its_session_before_its_answer_ends(
+    launch: Launch, postgres_url: str, user: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that read a whole answer may send its next message to any replica at once.
+
+    Two servers in this process, each with a store of its own on the test database; freeing a
+    claim is made slow, so a server that freed its run's session only after the response
+    ended would let the client's next request in while the session was still claimed."""
+    release = SqlSessionService.release_run
+
+    async def slow_release(self: SqlSessionService, **ids: Any) -> None:
+        await asyncio.sleep(0.3)
+        await release(self, **ids)
+
+    monkeypatch.setattr(SqlSessionService, "release_run", slow_release)
+    with launch(db=postgres_url) as one, launch(db=postgres_url) as two:
+        sid = one.post(f"/apps/chat/users/{user}/sessions").json()["id"]
+        for i, (first, second) in enumerate(((one, two), (two, one))):
             body = {**_run_body("chat", user, sid, f"n{i}"), "streaming": True}
-            streamed = http.post(f"{(one, two)[i % 2]}/run_sse", json=body)
+            streamed = first.post("/run_sse", json=body, timeout=30)
             assert streamed.status_code == 200, streamed.text
             assert streamed.text.count("data: ") >= 3
-            ran = http.post(f"{(two, one)[i % 2]}/run", json=_run_body("chat", user, sid, f"m{i}"))
-            assert ran.status_code == 200, ran.text  # not 409: the stream's claim is gone
-    assert _session(one, "chat", user, sid)["state"]["note_count"] == 8
+            ran = second.post("/run", json=_run_body("chat", user, sid, f"m{i}"), timeout=30)
+            assert ran.status_code == 200, ran.text  # not 409: the claims are gone
+        session = one.get(f"/apps/chat/users/{user}/sessions/{sid}").json()
+        assert session["state"]["note_count"] == 4
 
 
 def test_w5_a_state_change_on_another_replica_waits_for_the_run(
