@@ -127,6 +127,11 @@ def test_w5_a_session_created_on_one_replica_runs_on_another_and_reads_the_same_
         assert _session(url, "chat", user, sid) == read
     listed = httpx.get(f"{one}/apps/chat/users/{user}/sessions", timeout=10).json()
     assert [s["id"] for s in listed] == [sid]
+    # A session deleted on one replica is gone for a run on another (404, not a new session).
+    assert httpx.delete(f"{three}/apps/chat/users/{user}/sessions/{sid}").status_code == 200
+    gone = httpx.post(f"{one}/run", json=_run_body("chat", user, sid, "more"), timeout=30)
+    assert gone.status_code == 404, gone.text
+    assert gone.json() == {"detail": f"Session not found: {sid}"}
 
 
 def test_w5_a_replica_that_cached_a_session_sees_what_other_replicas_appended(

@@ -19,7 +19,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 
-from rondo.server.errors import RunInProgressError
+from rondo.server.errors import NotFoundError, RunInProgressError
 from rondo.server.streams import ActiveRuns
 from rondo.sessions.base import BaseSessionService
 
@@ -48,7 +48,9 @@ class SessionClaims:
         self._renewal: asyncio.Task[None] | None = None
 
     async def take(self, app_name: str, user_id: str, session_id: str) -> Release:
-        """Claim the session; returns its (idempotent) release. `RunInProgressError` if busy."""
+        """Claim the session; returns its (idempotent) release. `RunInProgressError` if busy;
+        `NotFoundError` if a shared store has no such session (a store of one process is not
+        asked: check that the session exists first)."""
         local = self._runs.claim(app_name, user_id, session_id)
         store = self._store
         if not store.shared:
@@ -64,8 +66,10 @@ class SessionClaims:
         except BaseException:
             local()
             raise
-        if not taken:
+        if taken != "claimed":
             local()
+            if taken == "missing":
+                raise NotFoundError(f"Session not found: {session_id}")
             raise RunInProgressError(BUSY.format(sid=session_id))
         self._held.add(owner)
         if self._renewal is None:

@@ -76,14 +76,17 @@ async def start_run(
     authorize(who, body.user_id)
     check_shared_state(who, body.state_delta)
     runner = await state.apps.runner(body.app_name)
-    session = await state.sessions.get_session(
-        app_name=body.app_name,
-        user_id=body.user_id,
-        session_id=body.session_id,
-        num_recent_events=0,
-    )
-    if session is None:
-        raise NotFoundError(f"Session not found: {body.session_id}")
+    store = state.sessions
+    # On a shared store the claim checks that the session exists, in the same statement.
+    if not store.shared:
+        session = await store.get_session(
+            app_name=body.app_name,
+            user_id=body.user_id,
+            session_id=body.session_id,
+            num_recent_events=0,
+        )
+        if session is None:
+            raise NotFoundError(f"Session not found: {body.session_id}")
     release = await state.claims.take(body.app_name, body.user_id, body.session_id)
     if message is None and body.new_message is not None:
         message = body.new_message.to_content()

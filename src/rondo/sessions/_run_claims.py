@@ -6,7 +6,9 @@ a run that lost the race after storing the user's message would leave that messa
 answer. With the claim, a second run on a busy session is refused before it stores anything,
 so the session only ever holds whole invocations.
 
-A claim is a row `(app, user, session) → owner, expires_at` in `<prefix>run_claims`, written
+Claiming also checks, in the same statement, that the session exists: a run's claim stands in
+for the server's existence check, so a claim costs a run one round trip. A claim is a row
+`(app, user, session) → owner, expires_at` in `<prefix>run_claims`, written
 with the database's clock (no skew between replicas). It lapses `ttl` seconds after its last
 renewal, so a replica that died mid-run blocks its session for at most that long; a live
 replica renews all the claims it holds in one statement (`renew`) well before then. Each operation is one statement, one round trip. The
@@ -22,6 +24,7 @@ from functools import partial
 from typing import Any
 
 from rondo.sessions._sqlengine import Database, Executor, Sql
+from rondo.sessions.base import ClaimResult
 
 __all__ = ["RunClaims"]
 
@@ -33,6 +36,7 @@ class RunClaims:
 
     def __init__(self, db: Database, table_prefix: str) -> None:
         table = f"{table_prefix}run_claims"
+        sessions = f"{table_prefix}sessions"
         self._db = db
         self._create = (
             f"CREATE TABLE IF NOT EXISTS {table} ("
@@ -41,13 +45,20 @@ class RunClaims:
             "expires_at TIMESTAMPTZ NOT NULL, PRIMARY KEY (app_name, user_id, session_id))"
         )
         where = "app_name = :app AND user_id = :user AND session_id = :sid AND owner = :owner"
-        # Taken when free, lapsed, or already this owner's; no row back means someone else has it.
+        # Taken when the session exists and the claim is free, lapsed, or already this
+        # owner's; no row back means someone else has it — or there is no such session.
         self._claim = Sql(
             f"INSERT INTO {table} AS c (app_name, user_id, session_id, owner, expires_at) "
-            "VALUES (:app, :user, :sid, :owner, now() + make_interval(secs => :ttl)) "
+            "SELECT :app::varchar, :user::varchar, :sid::varchar, :owner::varchar, "
+            "now() + make_interval(secs => :ttl) "
+            f"WHERE EXISTS (SELECT 1 FROM {sessions} s "
+            "WHERE s.app_name = :app AND s.user_id = :user AND s.id = :sid) "
             "ON CONFLICT (app_name, user_id, session_id) DO UPDATE "
             "SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at "
             "WHERE c.expires_at < now() OR c.owner = EXCLUDED.owner RETURNING owner"
+        )
+        self._exists = Sql(
+            f"SELECT 1 FROM {sessions} WHERE app_name = :app AND user_id = :user AND id = :sid"
         )
         self._renew = Sql(
             f"UPDATE {table} SET expires_at = now() + make_interval(secs => :ttl) "
@@ -72,12 +83,17 @@ class RunClaims:
         await ex.fetch(_LOCK, {"key": self._lock_key})
         await ex.script(self._create)
 
-    async def claim(self, key: tuple[str, str, str], owner: str, ttl: float) -> bool:
-        """Whether `owner` now holds the session `key` for `ttl` seconds."""
+    async def claim(self, key: tuple[str, str, str], owner: str, ttl: float) -> ClaimResult:
+        """Claim the session `key` for `owner` for `ttl` seconds: one statement, plus one more
+        only when refused (to tell a busy session from a missing one)."""
         await self._table()
         values = _values(key, owner, ttl)
         rows = await self._db.write(partial(_fetch, stmt=self._claim, values=values), single=True)
-        return bool(rows)
+        if rows:
+            return "claimed"
+        del values["owner"], values["ttl"]
+        found = await self._db.read(partial(_fetch, stmt=self._exists, values=values))
+        return "busy" if found else "missing"
 
     async def renew(self, owners: list[str], ttl: float) -> int:
         """Extend the claims of `owners` by `ttl` seconds; how many were still theirs."""

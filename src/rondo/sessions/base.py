@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, Literal, overload
 
 from rondo.errors import InvalidIdError
 from rondo.events import Event, PendingCall
@@ -24,6 +24,7 @@ __all__ = [
     "TEMP_PREFIX",
     "USER_PREFIX",
     "BaseSessionService",
+    "ClaimResult",
     "EventLog",
     "EventsView",
     "ListSessionsResponse",
@@ -41,6 +42,9 @@ USER_PREFIX = "user:"
 TEMP_PREFIX = "temp:"
 
 CONFIRMATION_FUNCTION_NAME = "adk_request_confirmation"
+
+# What `claim_run` found: the session is now the caller's, another owner's, or does not exist.
+ClaimResult = Literal["claimed", "busy", "missing"]
 
 # -- what an app name, a user id and a session id may be -------------------------------------
 # The same rules in every store, checked before the store is asked. 128 characters is
@@ -372,11 +376,12 @@ class BaseSessionService(abc.ABC):
 
     async def claim_run(
         self, *, app_name: str, user_id: str, session_id: str, owner: str, ttl: float
-    ) -> bool:
+    ) -> ClaimResult:
         """Claim the session for one run by `owner` for `ttl` seconds, across every process
-        on this store; False when another owner's live claim holds it. The default (a store
-        no other process writes to) always grants it."""
-        return True
+        on this store: `"claimed"`, `"busy"` (another owner's live claim holds it) or, on a
+        shared store, `"missing"` (no such session). The default (a store no other process
+        writes to) grants every claim without looking."""
+        return "claimed"
 
     async def renew_runs(self, owners: Sequence[str], ttl: float) -> int:
         """Extend the claims of `owners` by `ttl` seconds (one statement for all); returns

@@ -47,6 +47,7 @@ from rondo.sessions._sqlengine import Executor, Sql, default_sqlite_url, open_da
 from rondo.sessions._statements import SessionStatements
 from rondo.sessions.base import (
     BaseSessionService,
+    ClaimResult,
     EventLog,
     EventsView,
     ListSessionsResponse,
@@ -297,9 +298,9 @@ class SqlSessionService(BaseSessionService):
 
     async def claim_run(
         self, *, app_name: str, user_id: str, session_id: str, owner: str, ttl: float
-    ) -> bool:
+    ) -> ClaimResult:
         if self._claims is None:
-            return True
+            return "claimed"
         return await self._claims.claim((app_name, user_id, session_id), owner, ttl)
 
     async def renew_runs(self, owners: Sequence[str], ttl: float) -> int:
