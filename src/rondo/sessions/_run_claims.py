@@ -6,14 +6,15 @@ a run that lost the race after storing the user's message would leave that messa
 answer. With the claim, a second run on a busy session is refused before it stores anything,
 so the session only ever holds whole invocations.
 
-Claiming also checks, in the same statement, that the session exists: a run's claim stands in
-for the server's existence check, so a claim costs a run one round trip. A claim is a row
-`(app, user, session) → owner, expires_at` in `<prefix>run_claims`, written
-with the database's clock (no skew between replicas). It lapses `ttl` seconds after its last
-renewal, so a replica that died mid-run blocks its session for at most that long; a live
-replica renews all the claims it holds in one statement (`renew`) well before then. Each operation is one statement, one round trip. The
-table is outside the versioned session schema: it holds nothing that outlives a run, and is
-created (if missing) the first time a store claims.
+A claim is a row `(app, user, session) → owner, expires_at` in `<prefix>run_claims`, written
+with the database's clock (no skew between replicas). Taking one also checks, in the same
+statement, that the session exists, so it stands in for the server's existence check. It
+lapses `ttl` seconds after its last renewal: a replica that died mid-run blocks its session for
+at most that long, and a live replica renews every claim it holds in one statement (`renew`)
+well before then. Each operation is one statement, one round trip (a refused claim takes a
+second, to tell a busy session from a missing one). The table is outside the
+versioned session schema — it holds nothing that outlives a run — and is created, if missing,
+the first time a store claims.
 """
 
 from __future__ import annotations
