@@ -221,7 +221,12 @@ async def update_session(
         invocation_id=f"p-{session_id}-{time.time_ns()}",
         actions=EventActions(state_delta=body.state_delta),
     )
-    await state.sessions.append_event(session, event)
+    # A run's claim covers this write too: it would otherwise cut that run short (SPEC W5).
+    release = await state.claims.take(app_name, user_id, session_id)
+    try:
+        await state.sessions.append_event(session, event)
+    finally:
+        await release()
     return _json(session_json(session))
 
 

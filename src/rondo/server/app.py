@@ -100,6 +100,7 @@ def create_app(
         try:
             yield
         finally:
+            await state.claims.close()
             if a2a_apps is not None:
                 await a2a_apps.aclose()
             await apps.close()

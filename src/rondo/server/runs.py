@@ -1,12 +1,17 @@
 """Starting a run for a request: the checks every run route makes, in one order.
 
 App named (400) → caller may act as the body's user (403) → app exists (404) → session
-exists (404; google-adk does not create it on a run either) → no other run on it here (409).
+exists (404; google-adk does not create it on a run either) → no other run on it here (409)
+→ no other run on it in any replica sharing the store (409, SPEC W5).
+
+The last two are one claim (`rondo.server.claims`), held from before the run's first append
+until it ends and freed before its response ends: a client that read the whole answer can send
+its next message to any replica.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +38,7 @@ class RunRequest:
     message: Content | None
     state_delta: dict[str, Any] | None
     config: RunConfig
-    release: Callable[[], None]
+    release: Callable[[], Awaitable[None]]
 
     def records(self) -> AsyncGenerator[Event, None]:
         return self.runner.run_async(
@@ -71,15 +76,18 @@ async def start_run(
     authorize(who, body.user_id)
     check_shared_state(who, body.state_delta)
     runner = await state.apps.runner(body.app_name)
-    session = await state.sessions.get_session(
-        app_name=body.app_name,
-        user_id=body.user_id,
-        session_id=body.session_id,
-        num_recent_events=0,
-    )
-    if session is None:
-        raise NotFoundError(f"Session not found: {body.session_id}")
-    release = state.runs.claim(body.app_name, body.user_id, body.session_id)
+    store = state.sessions
+    # On a shared store the claim checks that the session exists, in the same statement.
+    if not store.shared:
+        session = await store.get_session(
+            app_name=body.app_name,
+            user_id=body.user_id,
+            session_id=body.session_id,
+            num_recent_events=0,
+        )
+        if session is None:
+            raise NotFoundError(f"Session not found: {body.session_id}")
+    release = await state.claims.take(body.app_name, body.user_id, body.session_id)
     if message is None and body.new_message is not None:
         message = body.new_message.to_content()
     return RunRequest(
@@ -99,4 +107,4 @@ async def collect(run: RunRequest) -> list[Event]:
         async with aclosing(run.records()) as records:
             return [event async for event in records]
     finally:
-        run.release()
+        await run.release()

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from fastapi import Request
 
+from rondo.server.claims import SessionClaims
 from rondo.server.streams import ActiveRuns
 
 if TYPE_CHECKING:
@@ -26,10 +27,14 @@ class ServerState:
     artifacts: BaseArtifactService
     auth: TokenAuth | None = None
     runs: ActiveRuns = field(default_factory=ActiveRuns)
+    claims: SessionClaims = field(init=False)
     # ADK's dev UI asks for telemetry consent; rondo sends none and only remembers the answer.
     telemetry_consent: bool = False
     # Where the trace routes find spans (SPEC O2); None when the server keeps none.
     spans: SpanStore | None = None
+
+    def __post_init__(self) -> None:
+        self.claims = SessionClaims(self.sessions, self.runs)
 
 
 def server_state(request: Request) -> ServerState:

@@ -98,7 +98,7 @@ async def open_stream(
     items: AsyncGenerator[Any, None],
     frames: Frames,
     *,
-    release: Callable[[], None],
+    release: Callable[[], Awaitable[None]],
     error_payload: Callable[[BaseException], dict[str, Any]] = stream_error,
 ) -> Response:
     """Start `items` and answer with their SSE stream (or with the error that stops them)."""
@@ -112,7 +112,7 @@ async def open_stream(
         try:
             await items.aclose()
         finally:
-            release()
+            await release()
 
     try:
         first = await anext(items)
@@ -140,7 +140,14 @@ async def open_stream(
                 for chunk in frames(item):
                     yield chunk
         except Exception as exc:
-            yield sse(dumps(error_payload(exc)))
+            last = sse(dumps(error_payload(exc)))
+        else:
+            last = b""
+        # The session is freed before the response ends: a client that read the whole answer
+        # may send its next message to any replica at once.
+        await cleanup()
+        if last:
+            yield last
 
     return _RunStream(chunks(), cleanup)
 

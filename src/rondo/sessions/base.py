@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, Literal, overload
 
 from rondo.errors import InvalidIdError
 from rondo.events import Event, PendingCall
@@ -24,6 +24,7 @@ __all__ = [
     "TEMP_PREFIX",
     "USER_PREFIX",
     "BaseSessionService",
+    "ClaimResult",
     "EventLog",
     "EventsView",
     "ListSessionsResponse",
@@ -41,6 +42,9 @@ USER_PREFIX = "user:"
 TEMP_PREFIX = "temp:"
 
 CONFIRMATION_FUNCTION_NAME = "adk_request_confirmation"
+
+# What `claim_run` found: the session is now the caller's, another owner's, or does not exist.
+ClaimResult = Literal["claimed", "busy", "missing"]
 
 # -- what an app name, a user id and a session id may be -------------------------------------
 # The same rules in every store, checked before the store is asked. 128 characters is
@@ -359,6 +363,35 @@ class BaseSessionService(abc.ABC):
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; the default does nothing."""
+
+    # -- one run per session across processes (SPEC W5) --------------------------------------
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes may write to this store at the same time (PostgreSQL).
+
+        Only then do `claim_run` / `renew_runs` / `release_run` do anything: within one
+        process the server already runs one invocation per session at a time."""
+        return False
+
+    async def claim_run(
+        self, *, app_name: str, user_id: str, session_id: str, owner: str, ttl: float
+    ) -> ClaimResult:
+        """Claim the session for one run by `owner` for `ttl` seconds, across every process
+        on this store: `"claimed"`, `"busy"` (another owner's live claim holds it) or, on a
+        shared store, `"missing"` (no such session). The default (a store no other process
+        writes to) grants every claim without looking."""
+        return "claimed"
+
+    async def renew_runs(self, owners: Sequence[str], ttl: float) -> int:
+        """Extend the claims of `owners` by `ttl` seconds (one statement for all); returns
+        how many were still theirs."""
+        return len(owners)
+
+    async def release_run(  # noqa: B027 - optional hook
+        self, *, app_name: str, user_id: str, session_id: str, owner: str
+    ) -> None:
+        """Free the session `owner` claimed (nothing when it no longer holds it)."""
 
 
 def now() -> float:

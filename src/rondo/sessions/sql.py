@@ -41,11 +41,13 @@ from rondo.errors import (
     StaleSessionError,
 )
 from rondo.events import NO_ACTIONS, Event, PendingCall
+from rondo.sessions._run_claims import RunClaims
 from rondo.sessions._schema import SessionTables
 from rondo.sessions._sqlengine import Executor, Sql, default_sqlite_url, open_database
 from rondo.sessions._statements import SessionStatements
 from rondo.sessions.base import (
     BaseSessionService,
+    ClaimResult,
     EventLog,
     EventsView,
     ListSessionsResponse,
@@ -272,6 +274,8 @@ class SqlSessionService(BaseSessionService):
         self._migrate = migrate
         self._cache: OrderedDict[_Key, _Cached] = OrderedDict()
         self._cache_sessions = max(cache_sessions, 0)
+        # Other processes write to a PostgreSQL store too: runs claim their session there.
+        self._claims = RunClaims(self._db, table_prefix) if self._db.postgres else None
 
     @property
     def url(self) -> str:
@@ -285,6 +289,30 @@ class SqlSessionService(BaseSessionService):
     async def close(self) -> None:
         self._cache.clear()
         await self._db.close()
+
+    # -- run claims (PostgreSQL: replicas share the database) -------------------------------
+
+    @property
+    def shared(self) -> bool:
+        return self._claims is not None
+
+    async def claim_run(
+        self, *, app_name: str, user_id: str, session_id: str, owner: str, ttl: float
+    ) -> ClaimResult:
+        if self._claims is None:
+            return "claimed"
+        return await self._claims.claim((app_name, user_id, session_id), owner, ttl)
+
+    async def renew_runs(self, owners: Sequence[str], ttl: float) -> int:
+        if self._claims is None:
+            return len(owners)
+        return await self._claims.renew(list(owners), ttl)
+
+    async def release_run(
+        self, *, app_name: str, user_id: str, session_id: str, owner: str
+    ) -> None:
+        if self._claims is not None:
+            await self._claims.release((app_name, user_id, session_id), owner)
 
     async def _ready(self) -> None:
         await self._tables.schema.ready(self._db, migrate=self._migrate)

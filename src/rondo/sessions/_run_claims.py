@@ -1,0 +1,121 @@
+"""Run claims: one run at a time on a session, across every process that shares a PostgreSQL.
+
+A run claims its session before its first append and frees it when it ends. The version check
+of `append_event` already refuses a stale write, but it does so at the *first* stale append:
+a run that lost the race after storing the user's message would leave that message without an
+answer. With the claim, a second run on a busy session is refused before it stores anything,
+so the session only ever holds whole invocations.
+
+A claim is a row `(app, user, session) → owner, expires_at` in `<prefix>run_claims`, written
+with the database's clock (no skew between replicas). Taking one also checks, in the same
+statement, that the session exists, so it stands in for the server's existence check. It
+lapses `ttl` seconds after its last renewal: a replica that died mid-run blocks its session for
+at most that long, and a live replica renews every claim it holds in one statement (`renew`)
+well before then. Each operation is one statement, one round trip (a refused claim takes a
+second, to tell a busy session from a missing one). The table is outside the
+versioned session schema — it holds nothing that outlives a run — and is created, if missing,
+the first time a store claims.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from functools import partial
+from typing import Any
+
+from rondo.sessions._sqlengine import Database, Executor, Sql
+from rondo.sessions.base import ClaimResult
+
+__all__ = ["RunClaims"]
+
+_LOCK = Sql("SELECT pg_advisory_xact_lock(:key)")
+
+
+class RunClaims:
+    """The run claims of one store's PostgreSQL database."""
+
+    def __init__(self, db: Database, table_prefix: str) -> None:
+        table = f"{table_prefix}run_claims"
+        sessions = f"{table_prefix}sessions"
+        self._db = db
+        self._create = (
+            f"CREATE TABLE IF NOT EXISTS {table} ("
+            "app_name VARCHAR(128) NOT NULL, user_id VARCHAR(128) NOT NULL, "
+            "session_id VARCHAR(128) NOT NULL, owner VARCHAR(64) NOT NULL, "
+            "expires_at TIMESTAMPTZ NOT NULL, PRIMARY KEY (app_name, user_id, session_id))"
+        )
+        where = "app_name = :app AND user_id = :user AND session_id = :sid AND owner = :owner"
+        # Taken when the session exists and the claim is free, lapsed, or already this
+        # owner's; no row back means someone else has it — or there is no such session.
+        self._claim = Sql(
+            f"INSERT INTO {table} AS c (app_name, user_id, session_id, owner, expires_at) "
+            "SELECT :app::varchar, :user::varchar, :sid::varchar, :owner::varchar, "
+            "now() + make_interval(secs => :ttl) "
+            f"WHERE EXISTS (SELECT 1 FROM {sessions} s "
+            "WHERE s.app_name = :app AND s.user_id = :user AND s.id = :sid) "
+            "ON CONFLICT (app_name, user_id, session_id) DO UPDATE "
+            "SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at "
+            "WHERE c.expires_at < now() OR c.owner = EXCLUDED.owner RETURNING owner"
+        )
+        self._exists = Sql(
+            f"SELECT 1 FROM {sessions} WHERE app_name = :app AND user_id = :user AND id = :sid"
+        )
+        self._renew = Sql(
+            f"UPDATE {table} SET expires_at = now() + make_interval(secs => :ttl) "
+            "WHERE owner = ANY(:owners::varchar[])"
+        )
+        self._release = Sql(f"DELETE FROM {table} WHERE {where}")
+        self._lock_key = zlib.crc32(table.encode())
+        self._ready = False
+        self._creating = asyncio.Lock()
+
+    async def _table(self) -> None:
+        if self._ready:
+            return
+        async with self._creating:
+            if not self._ready:
+                await self._db.write(self._create_table)
+                self._ready = True
+
+    async def _create_table(self, ex: Executor) -> None:
+        # Two replicas starting at once must not both create it (CREATE … IF NOT EXISTS alone
+        # is not safe against a concurrent create in PostgreSQL).
+        await ex.fetch(_LOCK, {"key": self._lock_key})
+        await ex.script(self._create)
+
+    async def claim(self, key: tuple[str, str, str], owner: str, ttl: float) -> ClaimResult:
+        """Claim the session `key` for `owner` for `ttl` seconds: one statement, plus one more
+        only when refused (to tell a busy session from a missing one)."""
+        await self._table()
+        values = _values(key, owner, ttl)
+        rows = await self._db.write(partial(_fetch, stmt=self._claim, values=values), single=True)
+        if rows:
+            return "claimed"
+        del values["owner"], values["ttl"]
+        found = await self._db.read(partial(_fetch, stmt=self._exists, values=values))
+        return "busy" if found else "missing"
+
+    async def renew(self, owners: list[str], ttl: float) -> int:
+        """Extend the claims of `owners` by `ttl` seconds; how many were still theirs."""
+        values: dict[str, Any] = {"owners": owners, "ttl": float(ttl)}
+        return await self._db.write(partial(_execute, stmt=self._renew, values=values), single=True)
+
+    async def release(self, key: tuple[str, str, str], owner: str) -> None:
+        """Free the session (only if `owner` still holds it)."""
+        values = _values(key, owner, 0.0)
+        del values["ttl"]
+        await self._db.write(partial(_execute, stmt=self._release, values=values), single=True)
+
+
+def _values(key: tuple[str, str, str], owner: str, ttl: float) -> dict[str, Any]:
+    app, user, sid = key
+    return {"app": app, "user": user, "sid": sid, "owner": owner, "ttl": float(ttl)}
+
+
+async def _fetch(ex: Executor, *, stmt: Sql, values: dict[str, Any]) -> list[Any]:
+    return list(await ex.fetch(stmt, values))
+
+
+async def _execute(ex: Executor, *, stmt: Sql, values: dict[str, Any]) -> int:
+    return await ex.execute(stmt, values)
