@@ -61,6 +61,7 @@ if TYPE_CHECKING:
         ToolError,
         ToolNotFoundError,
         ToolResultError,
+        ToolTimeoutError,
         TransferError,
     )
     from rondo.events import Event, EventActions, PendingCall, ToolConfirmation
@@ -139,6 +140,7 @@ _EXPORTS: dict[str, str] = {
     "ToolNotFoundError": "rondo.errors",
     "TransferError": "rondo.errors",
     "ToolResultError": "rondo.errors",
+    "ToolTimeoutError": "rondo.errors",
     "ReadOnlyStateError": "rondo.errors",
     "OutputValidationError": "rondo.errors",
     "ModelTimeoutError": "rondo.errors",
@@ -236,6 +238,7 @@ __all__ = [
     "ToolError",
     "ToolNotFoundError",
     "ToolResultError",
+    "ToolTimeoutError",
     "TransferError",
     "Usage",
     "__version__",

@@ -93,6 +93,7 @@ __all__ = [
     "ToolError",
     "ToolNotFoundError",
     "ToolResultError",
+    "ToolTimeoutError",
     "TransferError",
 ]
 
@@ -321,3 +322,7 @@ class ToolArgumentsError(ToolError, ValueError):
 
 class ToolResultError(ToolError, TypeError):
     """A tool returned a value that cannot be sent back to the model (not JSON)."""
+
+
+class ToolTimeoutError(ToolError, TimeoutError):
+    """A tool ran past its `timeout`; the model sees it as the call's error response."""

@@ -172,6 +172,7 @@ EXACT_ROOT = [
     "ToolError",
     "ToolNotFoundError",
     "ToolResultError",
+    "ToolTimeoutError",
     "TransferError",
     "Usage",
     "__version__",
