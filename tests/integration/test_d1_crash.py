@@ -91,7 +91,8 @@ async def test_d1_sigkill_at_each_step_boundary_then_resume(
     assert {e.invocation_id for e in events} == {events[0].invocation_id}
     calls = [c.id for e in events for c in e.get_function_calls()]
     answers = [r.id for e in events for r in e.get_function_responses()]
-    assert answers == calls and len(calls) == 2
+    assert answers == calls
+    assert len(calls) == 2
     # A stored result is never re-run; the call in flight runs again under its own id, so
     # the effect keyed by that id happens once.
     expected_runs = [calls[0], calls[0], calls[1]] if boundary == "tool" else calls
