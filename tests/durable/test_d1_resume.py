@@ -249,3 +249,90 @@ async def test_d1_a_finished_run_is_not_resumed() -> None:
     events = await stored(service)
     # An empty message on a finished run is a new invocation, as before (no resume point).
     assert events[-1].invocation_id != events[1].invocation_id
+
+
+async def test_d1_resumed_lifecycle_stream_keeps_the_run_id_and_the_contract() -> None:
+    from rondo.lifecycle import RunEnd, RunStart, ToolCallEnd
+    from rondo.run_config import RunConfig
+    from rondo.testing import check_stream
+
+    service = InMemorySessionService()
+    ledger = Ledger()
+    before = await run_until(make_runner(service, ScriptedModel(SCRIPT), ledger.tool()), 1)
+    runner = make_runner(service, ScriptedModel(SCRIPT[1:]), ledger.tool())
+    stream = [
+        e
+        async for e in runner.stream_async(
+            user_id="u", session_id="s", run_config=RunConfig(streaming_mode="none")
+        )
+    ]
+    check_stream(stream)
+    start = stream[0]
+    assert isinstance(start, RunStart)
+    assert start.resumed
+    assert start.run_id == before[0].run_id
+    assert [e.call_id for e in stream if isinstance(e, ToolCallEnd)] == ["call-1", "call-2"]
+    end = stream[-1]
+    assert isinstance(end, RunEnd)
+    assert end.text == "done"
+
+
+async def test_d1_parallel_calls_rerun_in_call_order_and_hold_only_the_non_idempotent() -> None:
+    service = InMemorySessionService()
+    ledger = Ledger()
+    safe = ledger.tool()
+
+    async def send(to: str, tool_context: ToolContext) -> str:
+        """Send a message (not idempotent)."""
+        ledger.runs.append(f"send:{tool_context.function_call_id}")
+        return "sent"
+
+    unsafe = FunctionTool(send, idempotent=False)
+    calls = [
+        FunctionCall(name="send", args={"to": "a"}, id="c-send"),
+        FunctionCall(name="charge", args={"amount": 1}, id="c-charge"),
+    ]
+
+    def runner(model: ScriptedModel) -> Runner:
+        return Runner(
+            agent=Agent(name="agent", model=model, tools=[unsafe, safe]),
+            app_name="app",
+            session_service=service,
+        )
+
+    await run_until(runner(ScriptedModel([calls])), 1)
+    paused = await resume(runner(ScriptedModel([])))
+    assert ledger.runs == ["c-charge"]
+    merged = paused[0].get_function_responses()
+    assert [r.id for r in merged] == ["c-send", "c-charge"]  # call order (T2)
+    assert merged[0].response == {"error": INTERRUPTED_HOLD_ERROR}
+    assert merged[1].response == {"charged": 1}
+    session = await service.get_session(app_name="app", user_id="u", session_id="s")
+    assert session is not None
+    assert [p.original_call_id for p in session.pending] == ["c-send"]
+
+
+async def test_d1_a_confirmation_not_yet_requested_is_requested_on_resume() -> None:
+    """Stopped after a tool event that asks for a confirmation, before the request was
+    stored: the resume stores the request (the run pauses), it does not call the model."""
+    service = InMemorySessionService()
+    ran: list[str] = []
+
+    def pay(amount: int) -> str:
+        """Pay."""
+        ran.append("pay")
+        return "paid"
+
+    tool = FunctionTool(pay, require_confirmation=True)
+    call = FunctionCall(name="pay", args={"amount": 3}, id="c-pay")
+    runner = make_runner(service, ScriptedModel([call]), tool)
+    await run_until(runner, 2)  # the model event and the "confirmation required" response
+    model = ScriptedModel([])
+    resumed = await resume(make_runner(service, model, tool))
+    assert model.calls == 0
+    assert ran == []
+    [request] = resumed
+    assert request.get_function_calls()[0].name == "adk_request_confirmation"
+    session = await service.get_session(app_name="app", user_id="u", session_id="s")
+    assert session is not None
+    assert [p.original_call_id for p in session.pending] == ["c-pay"]

@@ -79,7 +79,11 @@ def find_interrupted(events: Sequence[Event]) -> ResumePoint | None:
     if top_index < start:
         return None
     top = events[top_index]
-    if top.author == "user" or top.is_final_response():
+    if top.author == "user":
+        return None
+    # A tool event asking for confirmations ends its step only with the request stored after
+    # it; without that request the step was cut short.
+    if top.is_final_response() and not top.actions.requested_tool_confirmations:
         return None
     user_content: Content | None = None
     first = events[start]
