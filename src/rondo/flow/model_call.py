@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from rondo._callbacks import first_result
@@ -13,6 +14,7 @@ from rondo.errors import (
     InvalidStateValueError,
     LlmCallsLimitExceeded,
     ModelResponseError,
+    ModelTimeoutError,
 )
 from rondo.models.base import ModelRequest, ModelResponse
 from rondo.types import Content
@@ -108,6 +110,22 @@ async def _recover(
     return _as_response(replacement, "on_model_error")
 
 
+async def _next_before(
+    responses: AsyncIterator[ModelResponse], deadline: float, seconds: Any, name: str
+) -> ModelResponse:
+    """The next response, or `ModelTimeoutError` once the call's deadline passed (D3)."""
+    scope = asyncio.timeout_at(deadline)
+    try:
+        async with scope:
+            return await anext(responses)
+    except TimeoutError:
+        if scope.expired():
+            raise ModelTimeoutError(
+                f"model {name!r} did not answer within RunConfig.model_timeout={seconds:g} s"
+            ) from None
+        raise
+
+
 async def call_model(
     agent: Agent,
     model: Model,
@@ -136,12 +154,19 @@ async def call_model(
         )
     ctx.count_llm_call()
     run_after = "after_model" in plugins.active or bool(agent.after_model_callbacks)
+    timeout = ctx.run_config.model_timeout
+    deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
     responses = model.generate(request, stream=ctx.run_config.streaming_mode == "sse")
     try:
         while True:
             try:
                 # An unstorable call is the model's failure: on_model_error may recover it.
-                response = check_calls(await anext(responses), model.name)
+                raw = (
+                    await anext(responses)
+                    if deadline is None
+                    else await _next_before(responses, deadline, timeout, model.name)
+                )
+                response = check_calls(raw, model.name)
             except StopAsyncIteration:
                 break
             except Exception as exc:
