@@ -125,7 +125,7 @@ async def test_d3_hung_model_call_raises_model_timeout_and_resume_completes() ->
 
     ran = FunctionTool(slow)
     first = ScriptedModel([CALL, hang])
-    with pytest.raises(ModelTimeoutError, match="model_timeout=0.05"):
+    with pytest.raises(ModelTimeoutError, match=r"model_timeout=0\.05"):
         await run(runner_for(first, [ran], service), run_config=RunConfig(model_timeout=0.05))
     session = await service.get_session(app_name="app", user_id="u", session_id="s")
     assert session is not None
