@@ -353,6 +353,7 @@ async def _dispatch(
     sink = EventSink(queue.put_nowait)
     action_started = False
     tasks: list[asyncio.Task[CallOutcome]] = []
+    getter: asyncio.Future[Any] | None = None
     for call in calls:
         call_ctx = ctx.for_agent(ctx.agent)
         call_ctx.sink = sink
@@ -397,6 +398,8 @@ async def _dispatch(
                         yield _end(ctx, reason_id, outcome)
         outcomes.extend(t.result() for t in tasks)
     finally:
+        if getter is not None and not getter.done():
+            getter.cancel()  # cancelled mid-wait: the queue reader goes too (D3)
         await _cancel_unfinished(tasks)
 
 
