@@ -88,6 +88,7 @@ __all__ = [
     "SessionExistsError",
     "SessionNotFoundError",
     "StaleSessionError",
+    "StoreUnavailableError",
     "ToolArgumentsError",
     "ToolDefinitionError",
     "ToolError",
@@ -280,6 +281,12 @@ class InvalidStateValueError(RondoError, ValueError):
 
 class SessionError(RondoError):
     """Base class of session-store errors."""
+
+
+class StoreUnavailableError(SessionError, ConnectionError):
+    """The session store could not be reached (the database is down, restarting or its
+    connection broke) or stayed locked by another process. A failed append was not
+    acknowledged; read the session again before going on (a resume continues the run)."""
 
 
 class SessionNotFoundError(SessionError, LookupError):

@@ -164,6 +164,7 @@ EXACT_ROOT = [
     "SessionNotFoundError",
     "SqlSessionService",
     "StaleSessionError",
+    "StoreUnavailableError",
     "Team",
     "ToolArgumentsError",
     "ToolConfirmation",
