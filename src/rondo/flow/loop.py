@@ -243,7 +243,8 @@ class Flow:
                     yield item
             return
         calls = model_event.get_function_calls() if model_event is not None else []
-        async with aclosing(self._after_tools(ctx, model_event, calls, point.last)) as items:
+        acted = self._act(ctx, request, model_event, calls, new_reason_id(), stored=point.last)
+        async with aclosing(acted) as items:
             async for item in items:
                 yield item
 
@@ -251,38 +252,27 @@ class Flow:
         self,
         ctx: InvocationContext,
         request: ModelRequest,
-        model_event: Event,
+        model_event: Event | None,
         calls: list[FunctionCall],
         reason_id: str,
         held: frozenset[str] = frozenset(),
+        stored: Event | None = None,
     ) -> AsyncGenerator[Item, None]:
-        """F5: tool responses, then confirmation, then structured output, then transfer."""
-        tool_event: Event | None = None
-        dispatch = handle_function_calls(
-            self.agent, ctx, calls, request.tools, reason_id, held=held
-        )
-        async with aclosing(dispatch) as items:
-            async for item in items:
-                if isinstance(item, Event):
-                    tool_event = item
-                yield item
+        """F5: tool responses, then confirmation, then structured output, then transfer.
+        With `stored` (a resume, D1) the tool responses are that stored event."""
+        agent = self.agent
+        tool_event = stored
         if tool_event is None:
-            if ctx.observe and model_event.long_running_tool_ids:
+            dispatch = handle_function_calls(agent, ctx, calls, request.tools, reason_id, held=held)
+            async with aclosing(dispatch) as items:
+                async for item in items:
+                    if isinstance(item, Event):
+                        tool_event = item
+                    yield item
+        if tool_event is None:
+            if ctx.observe and model_event is not None and model_event.long_running_tool_ids:
                 yield self._pending(ctx, model_event, None)
             return
-        async with aclosing(self._after_tools(ctx, model_event, calls, tool_event)) as items:
-            async for item in items:
-                yield item
-
-    async def _after_tools(
-        self,
-        ctx: InvocationContext,
-        model_event: Event | None,
-        calls: list[FunctionCall],
-        tool_event: Event,
-    ) -> AsyncGenerator[Item, None]:
-        """F5 after the tool responses: confirmation, structured output, transfer."""
-        agent = self.agent
         confirm = confirmation_event(ctx, agent.name, calls, tool_event)
         if confirm is not None:
             yield confirm

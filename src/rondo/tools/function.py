@@ -83,6 +83,9 @@ class FunctionTool(BaseTool):
                 f"tool {self.name!r}: timeout must be > 0 seconds, got {timeout}"
             )
         self.timeout = timeout
+        if timeout is not None:
+            # Only a tool with a timeout pays for it: `run` goes through the deadline.
+            self.run = self._run_within_timeout
         self._is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
             type(func).__call__
         )
@@ -133,12 +136,10 @@ class FunctionTool(BaseTool):
             return {"error": f"This tool call was rejected by the user.{note}"}
         return None
 
-    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
-        if self.timeout is None:
-            return await self._run(args, tool_context)
+    async def _run_within_timeout(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
         try:
             async with asyncio.timeout(self.timeout):
-                return await self._run(args, tool_context)
+                return await type(self).run(self, args, tool_context)
         except TimeoutError:
             # D3: a hung tool becomes an error response the model sees. A sync tool's thread
             # cannot be killed: it is told to stop, and its late result is never stored.
@@ -147,7 +148,7 @@ class FunctionTool(BaseTool):
                 f"the tool {self.name!r} did not return within {self.timeout:g} s"
             ) from None
 
-    async def _run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
         kwargs = self._signature.validate(args)
         if self._signature.context_param is not None:
             kwargs[self._signature.context_param] = tool_context
