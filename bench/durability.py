@@ -101,6 +101,26 @@ def profile(coro_factory: Any) -> tuple[int, int, float, float]:
     return total_calls, durable_calls, total_cpu, durable_cpu
 
 
+class StatelessLoop:
+    """A fake model: a tool call per step until `steps` results are in, then the answer."""
+
+    name = "stateless"
+
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+
+    async def generate(self, request: Any, *, stream: bool = False) -> Any:
+        from rondo.models.base import ModelResponse
+        from rondo.types import Part
+
+        answered = sum(1 for c in request.contents for p in c.parts if p.function_response)
+        if answered < self.steps:
+            part = Part(function_call=FunctionCall(name="weather", args={"city": f"c{answered}"}))
+        else:
+            part = Part(text="done")
+        yield ModelResponse(content=Content(role="model", parts=[part]))
+
+
 def bookkeeping(steps: int, repeats: int, workdir: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for store in ("memory", "sqlite"):
@@ -231,6 +251,97 @@ def resume_after_crash(history: int, repeats: int, workdir: Path) -> dict[str, A
     }
 
 
+def dbos_overhead(server: str, invocations: int) -> dict[str, Any]:
+    """Per-invocation cost of running a 3-step tool loop as a DBOS workflow, against running
+    the same `run_invocation` directly, on one PostgreSQL (a scratch database, dropped)."""
+    import uuid
+
+    import asyncpg  # pyright: ignore[reportMissingTypeStubs]
+    from dbos import DBOS, SetWorkflowID
+
+    from rondo.durable.dbos import DbosEngine
+    from rondo.durable.engine import run_invocation
+    from rondo.types import Content
+
+    name = f"rondo_bench_dbos_{uuid.uuid4().hex[:8]}"
+
+    async def admin(sql: str) -> None:
+        conn = await asyncpg.connect(f"{server}/postgres")
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    sessions_url = f"{server.replace('postgresql://', 'postgresql+asyncpg://')}/{name}"
+    out: dict[str, Any] = {}
+
+    async def go() -> None:
+        service = SqlSessionService(sessions_url)
+
+        def make_runner() -> Runner:
+            # One runner serves every workflow of this process: a model that answers from
+            # the request alone (3 tool steps, then the answer).
+            return Runner(
+                agent=Agent(name="agent", model=StatelessLoop(3), tools=[weather]),
+                app_name="bench",
+                session_service=service,
+            )
+
+        DBOS(
+            config={
+                "name": "rondo-bench",
+                "system_database_url": f"{server}/{name}",
+                "application_version": "bench",
+                "executor_id": "bench",
+            }
+        )
+        engine = DbosEngine(make_runner, polling_interval_sec=0.05)
+        DBOS.launch()
+        await engine.start()
+        message = Content.user("go")
+        timings: dict[str, tuple[list[float], list[float]]] = {
+            "direct": ([], []),
+            "workflow": ([], []),
+            "queued": ([], []),
+        }
+        for i in range(invocations + 2):  # the first two warm up
+            for kind, (walls, cpus) in timings.items():
+                sid, key = f"{kind}-{i}", uuid.uuid4().hex
+                wall, cpu = time.perf_counter(), time.process_time()
+                if kind == "direct":
+                    await run_invocation(
+                        engine._runner(),  # pyright: ignore[reportPrivateUsage]
+                        user_id="u",
+                        session_id=sid,
+                        message=message,
+                        key=key,
+                    )
+                elif kind == "workflow":
+                    with SetWorkflowID(key):
+                        await engine._workflow("u", sid, message.model_dump(mode="json"))  # pyright: ignore[reportPrivateUsage]
+                else:
+                    engine.submit(user_id="u", session_id=sid, message=message, key=key)
+                    handle = await DBOS.retrieve_workflow_async(key)
+                    await handle.get_result(polling_interval_sec=0.01)
+                if i >= 2:
+                    walls.append(time.perf_counter() - wall)
+                    cpus.append(time.process_time() - cpu)
+        for kind, (walls, cpus) in timings.items():
+            out[f"{kind}_wall_ms"] = statistics.median(walls) * 1000
+            out[f"{kind}_cpu_ms"] = statistics.median(cpus) * 1000
+        await service.close()
+
+    try:
+        asyncio.run(go())
+    finally:
+        DBOS.destroy()
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    out["workflow_over_direct_cpu"] = out["workflow_cpu_ms"] / out["direct_cpu_ms"]
+    out["queued_over_direct_cpu"] = out["queued_cpu_ms"] / out["direct_cpu_ms"]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -238,6 +349,11 @@ def main() -> None:
     parser.add_argument("--src", help="the rondo source tree to run (default: this one)")
     parser.add_argument("--base", help="a rondo source tree before D1: diff the loop's calls")
     parser.add_argument("--calls-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--dbos",
+        metavar="SERVER",
+        help="also measure DBOS (needs rondo[dbos]), e.g. postgresql://postgres@127.0.0.1:5432",
+    )
     args = parser.parse_args()
     repeats = 3 if args.quick else 7
     workdir = Path(tempfile.mkdtemp(prefix="rondo-durability-"))
@@ -256,6 +372,8 @@ def main() -> None:
                 text=True,
             ).stdout
             results["base_loop_calls"] = json.loads(out.strip().splitlines()[-1])
+        if args.dbos:
+            results["dbos"] = dbos_overhead(args.dbos, 5 if args.quick else 20)
         results["resume"] = [resume_after_crash(h, repeats, workdir) for h in (100, 5_000)]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -294,6 +412,23 @@ def main() -> None:
             f"| {row['history_events']:,} | {row['resume_wall_ms']:.1f} / "
             f"{row['resume_cpu_ms']:.1f} | {row['new_turn_wall_ms']:.1f} / "
             f"{row['new_turn_cpu_ms']:.1f} | {row['resume_over_new_turn_cpu']:.2f} |"
+        )
+    if "dbos" in results:
+        d = results["dbos"]
+        print()
+        print("## DBOS (3-step tool loop on PostgreSQL, per invocation)")
+        print("| how | wall ms | CPU ms | CPU ÷ direct |")
+        print("| --- | ---: | ---: | ---: |")
+        print(
+            f"| run_invocation, no DBOS | {d['direct_wall_ms']:.1f} | {d['direct_cpu_ms']:.1f} | 1.00 |"
+        )
+        print(
+            f"| as a DBOS workflow (called) | {d['workflow_wall_ms']:.1f} | "
+            f"{d['workflow_cpu_ms']:.1f} | {d['workflow_over_direct_cpu']:.2f} |"
+        )
+        print(
+            f"| through the DBOS queue | {d['queued_wall_ms']:.1f} | {d['queued_cpu_ms']:.1f} | "
+            f"{d['queued_over_direct_cpu']:.2f} |"
         )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

@@ -122,9 +122,10 @@ class DbosEngine(DurableEngine):
             self.queue.enqueue(self._workflow, user_id, session_id, _message_json(message))
         return key
 
-    def outcome(self, key: str, *, timeout: float | None = None) -> InvocationOutcome:
+    def outcome(self, key: str) -> InvocationOutcome:
         dbos = _dbos()
-        result: dict[str, Any] = dbos.DBOS.retrieve_workflow(key).get_result()
+        handle = dbos.DBOS.retrieve_workflow(key)
+        result: dict[str, Any] = handle.get_result(polling_interval_sec=0.1)
         return InvocationOutcome(**result)
 
     def recover(self, executor_ids: list[str]) -> list[str]:

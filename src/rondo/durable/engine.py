@@ -107,5 +107,5 @@ class DurableEngine(abc.ABC):
         """Queue an invocation; returns its key (the same key submits it only once)."""
 
     @abc.abstractmethod
-    def outcome(self, key: str, *, timeout: float | None = None) -> InvocationOutcome:
+    def outcome(self, key: str) -> InvocationOutcome:
         """Wait for the invocation `key` to end (or pause) and return what it came to."""
