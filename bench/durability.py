@@ -294,6 +294,7 @@ def dbos_overhead(server: str, invocations: int) -> dict[str, Any]:
                 "system_database_url": f"{server}/{name}",
                 "application_version": "bench",
                 "executor_id": "bench",
+                "log_level": "WARNING",
             }
         )
         engine = DbosEngine(make_runner, polling_interval_sec=0.05)
