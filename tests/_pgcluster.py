@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._require import require
+from tests._require import require, require_module
 
 __all__ = ["PgCluster", "pg_cluster"]
 
@@ -108,7 +108,7 @@ class PgCluster:
 @pytest.fixture
 def pg_cluster() -> Iterator[PgCluster]:
     """A fresh private PostgreSQL server, started; removed after the test."""
-    pytest.importorskip("asyncpg")
+    require_module("asyncpg", what="POSTGRES", install="pip install 'rondo-agents[postgres]'")
     bindir = _bindir()
     require(
         bindir is not None and (bindir / "initdb").exists() and (bindir / "pg_ctl").exists(),
