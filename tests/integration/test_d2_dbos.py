@@ -116,3 +116,37 @@ async def test_d2_sigkilled_worker_run_is_completed_by_dbos_recovery_on_another_
     ledger = Ledger(tmp_path)
     assert ledger.runs() == [calls[0], calls[0], calls[1]]
     assert ledger.effects() == sorted(c or "" for c in calls)
+
+
+async def test_d2_a_worker_restarted_with_its_executor_id_recovers_its_runs(
+    pg_cluster: PgCluster, tmp_path: Path
+) -> None:
+    """DBOS's own recovery: a process that launches with the dead worker's executor id and the
+    same application version picks its PENDING runs up; rondo continues them from the log."""
+    dbos = require_module("dbos", what="DBOS", install="pip install 'rondo-agents[dbos]'")
+    from rondo.durable.dbos import submit_with_client
+
+    first = Worker(pg_cluster, "w1", tmp_path, block=True)
+    again: Worker | None = None
+    client: Any = None
+    try:
+        client = dbos.DBOSClient(
+            system_database_url=f"postgresql://postgres@127.0.0.1:{pg_cluster.port}/rondo_dbos"
+        )
+        key = submit_with_client(
+            client, user_id="u", session_id="s", message="go", app_version="rondo-d2-test-1"
+        )
+        first.wait_for("STOPPED")
+        first.kill()
+        again = Worker(pg_cluster, "w1", tmp_path, block=False)
+        done = wait_result(client, key)
+    finally:
+        first.stop()
+        if again is not None:
+            again.stop()
+        if client is not None:
+            client.destroy()
+    assert done["output"]["text"] == "done"
+    ledger = Ledger(tmp_path)
+    assert len(ledger.runs()) == 3  # the in-flight call twice (same id), the next once
+    assert len(ledger.effects()) == 2
