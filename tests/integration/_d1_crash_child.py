@@ -1,11 +1,11 @@
 """A process that runs a two-tool-step invocation on a SQL store and blocks at one step
 boundary until it is killed (see test_d1_crash.py).
 
-    python _d1_crash_child.py URL SESSION_ID LEDGER_DIR BOUNDARY [SEARCH_PATH]
+    python _d1_crash_child.py URL SESSION_ID LEDGER_DIR BOUNDARY STEP [SEARCH_PATH]
 
-BOUNDARY: `model` (after the first model event is stored), `tool` (inside the first tool
-call), `tool_event` (after the first tool-response event is stored). The child prints
-`STOPPED` once it is there.
+BOUNDARY, in step STEP (0-based): `model_call` (inside the model call), `model` (after the
+model event is stored), `tool` (inside the tool call), `tool_event` (after the tool-response
+event is stored). The child prints `STOPPED` once it is there.
 """
 
 from __future__ import annotations
@@ -65,11 +65,15 @@ def build_runner(
     hang_first: bool = False,
     idempotent: bool = True,
     model: ScriptedModel | None = None,
+    hang_tool_at: int | None = None,
 ) -> Runner:
+    if hang_first:
+        hang_tool_at = 0
+
     async def step(n: int, tool_context: ToolContext) -> dict[str, Any]:
         """One step with a side effect."""
         ledger.run(tool_context.function_call_id or "")
-        if hang_first and n == 0:
+        if n == hang_tool_at:
             print("STOPPED", flush=True)
             await asyncio.Event().wait()
         return {"n": n}
@@ -85,25 +89,44 @@ def build_runner(
     )
 
 
-async def main(url: str, session_id: str, ledger_dir: str, boundary: str, path: str) -> None:
+async def main(
+    url: str, session_id: str, ledger_dir: str, boundary: str, at: int, path: str
+) -> None:
     kwargs: dict[str, Any] = {}
     if path:
         kwargs["connect_args"] = {"server_settings": {"search_path": path}}
     service = SqlSessionService(url, **kwargs)
-    runner = build_runner(service, Ledger(Path(ledger_dir)), hang_first=boundary == "tool")
+
+    async def move(request: ModelRequest) -> FunctionCall | str:
+        answered = sum(1 for c in request.contents for p in c.parts if p.function_response)
+        if boundary == "model_call" and answered == at:
+            print("STOPPED", flush=True)
+            await asyncio.Event().wait()
+        return next_move(request)
+
+    runner = build_runner(
+        service,
+        Ledger(Path(ledger_dir)),
+        hang_tool_at=at if boundary == "tool" else None,
+        model=ScriptedModel([move] * 10),
+    )
+    steps = 0
     async with aclosing(
         runner.run_async(user_id="u", session_id=session_id, new_message="go")
     ) as events:
         async for event in events:
             print(f"EVENT {event.id}", flush=True)
-            if (boundary == "model" and event.get_function_calls()) or (
+            mark = (boundary == "model" and event.get_function_calls()) or (
                 boundary == "tool_event" and event.get_function_responses()
-            ):
-                # Holding the event: nothing else starts (R7) until the kill.
-                print("STOPPED", flush=True)
-                await asyncio.Event().wait()
+            )
+            if mark:
+                if steps == at:
+                    # Holding the event: nothing else starts (R7) until the kill.
+                    print("STOPPED", flush=True)
+                    await asyncio.Event().wait()
+                steps += 1
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    asyncio.run(main(args[0], args[1], args[2], args[3], args[4] if len(args) > 4 else ""))
+    a = sys.argv[1:]
+    asyncio.run(main(a[0], a[1], a[2], a[3], int(a[4]), a[5] if len(a) > 5 else ""))

@@ -27,10 +27,13 @@ pytestmark = pytest.mark.integration
 CHILD = Path(__file__).with_name("_d1_crash_child.py")
 
 
-def kill_at(backend: Backend, session_id: str, ledger: Path, boundary: str) -> list[str]:
-    """Run the child to `boundary`, SIGKILL it there; the event ids it had received."""
+def kill_at(
+    backend: Backend, session_id: str, ledger: Path, boundary: str, step: int = 0
+) -> list[str]:
+    """Run the child to `boundary` of `step`, SIGKILL it there; the event ids it received."""
     server = backend.engine_kwargs.get("connect_args", {}).get("server_settings", {})
     args = [sys.executable, str(CHILD), str(backend.url), session_id, str(ledger), boundary]
+    args.append(str(step))
     if server:
         args.append(server["search_path"])
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
@@ -57,16 +60,37 @@ def kill_at(backend: Backend, session_id: str, ledger: Path, boundary: str) -> l
     return received
 
 
-# boundary → (events the child had stored, model calls it completed, tool runs it started)
-BOUNDARIES = {"model": (1, 1, 0), "tool": (1, 1, 1), "tool_event": (2, 1, 1)}
+# (boundary, step): every step boundary of the run — two tool steps, then the answer.
+CASES = [
+    ("model_call", 0),
+    ("model", 0),
+    ("tool", 0),
+    ("tool_event", 0),
+    ("model_call", 1),
+    ("model", 1),
+    ("tool", 1),
+    ("tool_event", 1),
+    ("model_call", 2),
+]
 
 
-@pytest.mark.parametrize("boundary", list(BOUNDARIES))
+def expected_before(boundary: str, step: int) -> tuple[int, int, int]:
+    """(events the child had stored, model calls it completed, tool runs it started)."""
+    if boundary == "model_call":
+        return 2 * step, step, step
+    if boundary == "model":
+        return 2 * step + 1, step + 1, step
+    if boundary == "tool":
+        return 2 * step + 1, step + 1, step + 1
+    return 2 * step + 2, step + 1, step + 1
+
+
+@pytest.mark.parametrize(("boundary", "step"), CASES)
 async def test_d1_sigkill_at_each_step_boundary_then_resume(
-    sql_backend: Backend, tmp_path: Path, boundary: str
+    sql_backend: Backend, tmp_path: Path, boundary: str, step: int
 ) -> None:
-    stored_before, model_calls_before, runs_before = BOUNDARIES[boundary]
-    received = kill_at(sql_backend, "s", tmp_path, boundary)
+    stored_before, model_calls_before, runs_before = expected_before(boundary, step)
+    received = kill_at(sql_backend, "s", tmp_path, boundary, step)
     assert len(received) == stored_before
     ledger = Ledger(tmp_path)
     assert len(ledger.runs()) == runs_before
@@ -89,13 +113,15 @@ async def test_d1_sigkill_at_each_step_boundary_then_resume(
     assert [e.author for e in events] == ["user", *["agent"] * 5]
     assert {e.run_id for e in events} == {events[0].run_id}
     assert {e.invocation_id for e in events} == {events[0].invocation_id}
-    calls = [c.id for e in events for c in e.get_function_calls()]
+    calls = [c.id or "" for e in events for c in e.get_function_calls()]
     answers = [r.id for e in events for r in e.get_function_responses()]
     assert answers == calls
     assert len(calls) == 2
     # A stored result is never re-run; the call in flight runs again under its own id, so
     # the effect keyed by that id happens once.
-    expected_runs = [calls[0], calls[0], calls[1]] if boundary == "tool" else calls
+    expected_runs = list(calls)
+    if boundary == "tool":
+        expected_runs.insert(step, calls[step])
     assert ledger.runs() == expected_runs
     assert ledger.effects() == sorted(calls)
 
