@@ -24,6 +24,7 @@ from rondo.types import Content, FunctionCall, Part
 if TYPE_CHECKING:
     from rondo.agents.base import BaseAgent
     from rondo.artifacts.base import BaseArtifactService
+    from rondo.durable.resume import ResumePoint
     from rondo.memory.base import BaseMemoryService, SearchMemoryResponse
     from rondo.plugins import PluginManager
     from rondo.telemetry import AgentTrace
@@ -215,12 +216,14 @@ class Demand:
 class _Shared:
     """Per-invocation counters shared by every agent's context in that invocation."""
 
-    __slots__ = ("demand", "llm_calls", "temp_state")
+    __slots__ = ("demand", "llm_calls", "resume_point", "temp_state")
 
     def __init__(self, demand: Demand | None) -> None:
         self.llm_calls = 0
         self.temp_state: dict[str, Any] = {}
         self.demand = demand if demand is not None else Demand()
+        # D1: where an interrupted invocation stopped, until the agent that resumes takes it.
+        self.resume_point: ResumePoint | None = None
 
 
 class _EndFlag:
@@ -361,6 +364,19 @@ class InvocationContext:
     @property
     def llm_calls(self) -> int:
         return self._shared.llm_calls
+
+    def set_resume_point(self, point: ResumePoint | None) -> None:
+        """D1: this invocation continues an interrupted one from `point`."""
+        self._shared.resume_point = point
+
+    def take_resume_point(self, agent_name: str) -> ResumePoint | None:
+        """The resume point when `agent_name` is the agent that stopped there (once)."""
+        shared = self._shared
+        point = shared.resume_point
+        if point is None or (point.agent_name and point.agent_name != agent_name):
+            return None
+        shared.resume_point = None
+        return point
 
     def count_llm_call(self) -> int:
         self._shared.llm_calls += 1

@@ -88,11 +88,13 @@ __all__ = [
     "SessionExistsError",
     "SessionNotFoundError",
     "StaleSessionError",
+    "StoreUnavailableError",
     "ToolArgumentsError",
     "ToolDefinitionError",
     "ToolError",
     "ToolNotFoundError",
     "ToolResultError",
+    "ToolTimeoutError",
     "TransferError",
 ]
 
@@ -281,6 +283,12 @@ class SessionError(RondoError):
     """Base class of session-store errors."""
 
 
+class StoreUnavailableError(SessionError, ConnectionError):
+    """The session store could not be reached (the database is down, restarting or its
+    connection broke) or stayed locked by another process. A failed append was not
+    acknowledged; read the session again before going on (a resume continues the run)."""
+
+
 class SessionNotFoundError(SessionError, LookupError):
     """The session does not exist."""
 
@@ -321,3 +329,7 @@ class ToolArgumentsError(ToolError, ValueError):
 
 class ToolResultError(ToolError, TypeError):
     """A tool returned a value that cannot be sent back to the model (not JSON)."""
+
+
+class ToolTimeoutError(ToolError, TimeoutError):
+    """A tool ran past its `timeout`; the model sees it as the call's error response."""

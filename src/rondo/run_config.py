@@ -44,5 +44,8 @@ class RunConfig(BaseModel):
 
     streaming_mode: Literal["none", "sse"] = "none"
     max_llm_calls: int = 500
+    # D3: seconds one model call may take, stream included; past it the call fails with
+    # `ModelTimeoutError` (which `on_model_error` hooks may recover). None: no limit here.
+    model_timeout: float | None = Field(default=None, gt=0)
     # None (the default) never compacts (SPEC K).
     compaction: CompactionConfig | None = None

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     # never needs the lifecycle classes.
     from rondo.artifacts.base import BaseArtifactService
     from rondo.context import Demand, InvocationContext
+    from rondo.durable.resume import ResumePoint
     from rondo.events import Event, PendingCall
     from rondo.lifecycle import LifecycleEvent, RunMetrics
     from rondo.memory.base import BaseMemoryService
@@ -412,6 +413,15 @@ class Runner:
             session = await service.create_session(
                 app_name=self.app_name, user_id=user_id, session_id=session_id
             )
+        point = None
+        if message is None and not state_delta:
+            from rondo.durable.resume import find_interrupted
+
+            point = find_interrupted(session.events)
+        if point is not None:
+            # D1: continue the interrupted invocation where its log ends: same ids, the
+            # agent that was running, no new user event.
+            return self._resume_context(user_id, session, point, run_config, observe, demand), True
         run_id, resumed = self._run_id_for(session, message)
         ctx = InvocationContext(
             app_name=self.app_name,
@@ -447,6 +457,41 @@ class Runner:
         )
         await self._append(ctx, user_event)
         return ctx, resumed
+
+    def _resume_context(
+        self,
+        user_id: str,
+        session: Session,
+        point: ResumePoint,
+        run_config: RunConfig | None,
+        observe: bool,
+        demand: Demand | None,
+    ) -> InvocationContext:
+        from rondo._ids import new_run_id
+        from rondo.context import InvocationContext
+
+        agent = self.agent.find_agent(point.agent_name) if point.agent_name else None
+        if agent is None:
+            agent = self._agent_to_run(session, point.user_content)
+        ctx = InvocationContext(
+            app_name=self.app_name,
+            user_id=user_id,
+            session=session,
+            session_service=self.session_service,
+            plugins=self.plugin_manager,
+            invocation_id=point.invocation_id,
+            run_id=point.run_id or new_run_id(),
+            agent=agent,
+            root_agent=self.agent,
+            run_config=run_config,
+            user_content=point.user_content,
+            artifact_service=self.artifact_service,
+            memory_service=self.memory_service,
+            observe=observe,
+            demand=demand,
+        )
+        ctx.set_resume_point(point)
+        return ctx
 
     async def _before_run(self, ctx: InvocationContext) -> Event | None:
         """A plugin's `before_run` answer replaces the agent's run: stored, then yielded."""

@@ -27,7 +27,13 @@ if TYPE_CHECKING:
     from rondo.context import InvocationContext
     from rondo.telemetry import ToolTrace
 
-__all__ = ["CallOutcome", "handle_function_calls", "merge_actions"]
+__all__ = ["INTERRUPTED_HOLD_ERROR", "CallOutcome", "handle_function_calls", "merge_actions"]
+
+# D1: the response of a non-idempotent call held on resume, until a human decides.
+INTERRUPTED_HOLD_ERROR = (
+    "the call was interrupted before it returned and is not idempotent: it waits for a "
+    "decision (approve to run it again, respond with its result, or reject)"
+)
 
 
 class CallOutcome:
@@ -97,6 +103,11 @@ async def _run_hooked(
             await tctx.mark_started()
             return to_response(result), None, "ran"
         gated = await tool.confirmation_gate(args, tctx)
+        confirmation = tctx.tool_confirmation
+        if gated is None and confirmation is not None and not confirmation.confirmed:
+            # H2: a refused call never reaches the handler, whoever asked for the decision
+            # (a tool's own gate, or a resume that held an interrupted call, D1).
+            gated = {"error": "This tool call was rejected by the user."}
         if gated is not None:
             if tctx.tool_confirmation is None:
                 return to_response(gated), None, "paused"
@@ -165,6 +176,7 @@ async def run_call(
     reason_id: str = "",
     confirmation: ToolConfirmation | None = None,
     prefilled: dict[str, Any] | None = None,
+    held: bool = False,
 ) -> CallOutcome:
     """Run one call through the tool hooks; never raises for tool-level failures.
 
@@ -186,6 +198,14 @@ async def run_call(
     if prefilled is not None:
         await tctx.mark_started()
         return CallOutcome(call, prefilled, actions, None, 0.0)
+    if held:
+        # D1: not run again; the call waits for a decision, like a confirmation (H1).
+        tctx.request_confirmation(
+            hint=f"The call to {call.name} was interrupted before it returned and "
+            f"{call.name} is not idempotent: approve to run it again, skip with its result, "
+            "or reject it."
+        )
+        return CallOutcome(call, {"error": INTERRUPTED_HOLD_ERROR}, actions, None, 0.0, paused=True)
     tool: BaseTool | None = tools.get(call.name)
     known = tool is not None
     if tool is None:
@@ -344,6 +364,7 @@ async def _dispatch(
     confirmations: dict[str, ToolConfirmation],
     prefilled: dict[str, dict[str, Any]],
     outcomes: list[CallOutcome],
+    held: frozenset[str] = frozenset(),
 ) -> AsyncGenerator[Item, None]:
     """Run the calls; what they send comes out in order, then `outcomes` holds them.
 
@@ -363,7 +384,14 @@ async def _dispatch(
         cid = calls[0].id or ""
         outcomes.append(
             await run_call(
-                agent, ctx, calls[0], tools, reason_id, confirmations.get(cid), prefilled.get(cid)
+                agent,
+                ctx,
+                calls[0],
+                tools,
+                reason_id,
+                confirmations.get(cid),
+                prefilled.get(cid),
+                cid in held,
             )
         )
         return
@@ -371,12 +399,20 @@ async def _dispatch(
     sink = EventSink(queue.put_nowait)
     action_started = False
     tasks: list[asyncio.Task[CallOutcome]] = []
+    getter: asyncio.Future[Any] | None = None
     for call in calls:
         call_ctx = ctx.for_agent(ctx.agent)
         call_ctx.sink = sink
         cid = call.id or ""
         run = run_call(
-            agent, call_ctx, call, tools, reason_id, confirmations.get(cid), prefilled.get(cid)
+            agent,
+            call_ctx,
+            call,
+            tools,
+            reason_id,
+            confirmations.get(cid),
+            prefilled.get(cid),
+            cid in held,
         )
         tasks.append(asyncio.ensure_future(run))
     try:
@@ -408,6 +444,8 @@ async def _dispatch(
                         yield _end(ctx, reason_id, outcome)
         outcomes.extend(t.result() for t in tasks)
     finally:
+        if getter is not None and not getter.done():
+            getter.cancel()  # cancelled mid-wait: the queue reader goes too (D3)
         await _cancel_unfinished(tasks)
 
 
@@ -419,12 +457,14 @@ async def handle_function_calls(
     reason_id: str,
     confirmations: dict[str, ToolConfirmation] | None = None,
     prefilled: dict[str, dict[str, Any]] | None = None,
+    held: frozenset[str] = frozenset(),
 ) -> AsyncGenerator[Item, None]:
     """Run `calls` concurrently; yields lifecycle items (when observed) and the merged
-    record, then `ActionEnd` once that record is stored (when an `ActionStart` opened it)."""
+    record, then `ActionEnd` once that record is stored (when an `ActionStart` opened it).
+    Calls whose ids are `held` are not run: they wait for a decision (D1)."""
     outcomes: list[CallOutcome] = []
     dispatch = _dispatch(
-        agent, ctx, calls, tools, reason_id, confirmations or {}, prefilled or {}, outcomes
+        agent, ctx, calls, tools, reason_id, confirmations or {}, prefilled or {}, outcomes, held
     )
     action_started = False
     try:

@@ -26,7 +26,9 @@ from rondo.flow.confirmation import confirmation_event
 from rondo.flow.functions import handle_function_calls
 from rondo.flow.model_call import call_model
 from rondo.flow.processors import DEFAULT_REQUEST_PROCESSORS
-from rondo.flow.processors.transfer import transfer_targets
+from rondo.flow.processors.output_schema import output_schema_processor
+from rondo.flow.processors.tools import tools_processor
+from rondo.flow.processors.transfer import transfer_processor, transfer_targets
 from rondo.lifecycle import HITLPending, ReasonStart
 from rondo.models.base import ModelRequest, ModelResponse
 from rondo.tools.base import BaseTool, BaseToolset
@@ -36,6 +38,7 @@ from rondo.types import Content, FunctionCall
 if TYPE_CHECKING:
     from rondo.agents.base import BaseAgent
     from rondo.agents.llm import Agent
+    from rondo.durable.resume import ResumePoint
     from rondo.models.base import Model
 
 __all__ = ["MAX_THOUGHT_ONLY_TURNS", "Flow"]
@@ -98,6 +101,17 @@ class Flow:
 
     async def run(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
         """F1: run steps until the last event of a step is a final response."""
+        point = ctx.take_resume_point(self.agent.name)
+        if point is not None:
+            # D1: finish the step the interrupted invocation stopped in, then go on as usual.
+            last: Event | None = None
+            async with aclosing(self._resume(ctx, point)) as resumed:
+                async for item in resumed:
+                    yield item
+                    if isinstance(item, Event):
+                        last = item
+            if ctx.end_invocation or (last is not None and last.is_final_response()):
+                return
         thought_only_turns = 0
         while True:
             last: Event | None = None
@@ -204,33 +218,69 @@ class Flow:
             for item in deltas.finish(last, [], started):
                 yield item
 
+    async def _resume(
+        self, ctx: InvocationContext, point: ResumePoint
+    ) -> AsyncGenerator[Item, None]:
+        """D1: the rest of the step an interrupted invocation stopped in. In-flight calls run
+        again with their call ids; non-idempotent ones are held for a decision instead."""
+        if point.boundary == "model":
+            return
+        request = ModelRequest(model=self.model.name)
+        # The tool table the step had: tools, structured output and transfer tools.
+        for processor in (tools_processor, output_schema_processor, transfer_processor):
+            pending = processor(self, ctx, request)
+            if pending is not None:
+                await pending
+        model_event = point.model_event
+        if point.boundary == "calls" and model_event is not None:
+            tools = request.tools
+            held = frozenset(
+                c.id
+                for c in point.calls
+                if c.id and not getattr(tools.get(c.name), "idempotent", True)
+            )
+            acted = self._act(ctx, request, model_event, list(point.calls), new_reason_id(), held)
+            async with aclosing(acted) as items:
+                async for item in items:
+                    yield item
+            return
+        calls = model_event.get_function_calls() if model_event is not None else []
+        acted = self._act(ctx, request, model_event, calls, new_reason_id(), stored=point.last)
+        async with aclosing(acted) as items:
+            async for item in items:
+                yield item
+
     async def _act(
         self,
         ctx: InvocationContext,
         request: ModelRequest,
-        model_event: Event,
+        model_event: Event | None,
         calls: list[FunctionCall],
         reason_id: str,
+        held: frozenset[str] = frozenset(),
+        stored: Event | None = None,
     ) -> AsyncGenerator[Item, None]:
-        """F5: tool responses, then confirmation, then structured output, then transfer."""
+        """F5: tool responses, then confirmation, then structured output, then transfer.
+        With `stored` (a resume, D1) the tool responses are that stored event."""
         agent = self.agent
-        tool_event: Event | None = None
-        dispatch = handle_function_calls(agent, ctx, calls, request.tools, reason_id)
-        async with aclosing(dispatch) as items:
-            async for item in items:
-                if isinstance(item, Event):
-                    tool_event = item
-                yield item
+        tool_event = stored
         if tool_event is None:
-            if ctx.observe and model_event.long_running_tool_ids:
+            dispatch = handle_function_calls(agent, ctx, calls, request.tools, reason_id, held=held)
+            async with aclosing(dispatch) as items:
+                async for item in items:
+                    if isinstance(item, Event):
+                        tool_event = item
+                    yield item
+        if tool_event is None:
+            if ctx.observe and model_event is not None and model_event.long_running_tool_ids:
                 yield self._pending(ctx, model_event, None)
             return
         confirm = confirmation_event(ctx, agent.name, calls, tool_event)
         if confirm is not None:
             yield confirm
             if ctx.observe:
-                yield self._pending(ctx, model_event, confirm)
-        elif ctx.observe and model_event.long_running_tool_ids:
+                yield self._pending(ctx, model_event or tool_event, confirm)
+        elif ctx.observe and model_event is not None and model_event.long_running_tool_ids:
             answered = {r.id for r in tool_event.get_function_responses()}
             if not model_event.long_running_tool_ids <= answered:
                 yield self._pending(ctx, model_event, tool_event)

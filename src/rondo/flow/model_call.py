@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from rondo._callbacks import first_result
@@ -13,6 +14,7 @@ from rondo.errors import (
     InvalidStateValueError,
     LlmCallsLimitExceeded,
     ModelResponseError,
+    ModelTimeoutError,
 )
 from rondo.models.base import ModelRequest, ModelResponse
 from rondo.types import Content
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
     from rondo.agents.llm import Agent
     from rondo.context import CallbackContext, InvocationContext
     from rondo.models.base import Model
+    from rondo.telemetry import ModelTrace
 
 __all__ = ["call_model", "populate_client_call_ids"]
 
@@ -108,6 +111,26 @@ async def _recover(
     return _as_response(replacement, "on_model_error")
 
 
+async def _next_before(
+    responses: AsyncIterator[ModelResponse],
+    deadline: float,
+    seconds: Any,
+    name: str,
+    traced: ModelTrace | None,
+) -> ModelResponse:
+    """The next response, or `ModelTimeoutError` once the call's deadline passed (D3)."""
+    scope = asyncio.timeout_at(deadline)
+    try:
+        async with scope:
+            return await (anext(responses) if traced is None else traced.next(responses))
+    except TimeoutError:
+        if scope.expired():
+            raise ModelTimeoutError(
+                f"model {name!r} did not answer within RunConfig.model_timeout={seconds:g} s"
+            ) from None
+        raise
+
+
 async def call_model(
     agent: Agent,
     model: Model,
@@ -138,12 +161,19 @@ async def call_model(
     run_after = "after_model" in plugins.active or bool(agent.after_model_callbacks)
     # O1: a `chat {model}` span when an SDK records; the loop ends it with the model's event.
     traced = ctx.trace.model_call(model, request) if ctx.trace is not None else None
+    timeout = ctx.run_config.model_timeout
+    deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
     responses = model.generate(request, stream=ctx.run_config.streaming_mode == "sse")
     try:
         while True:
             try:
                 # An unstorable call is the model's failure: on_model_error may recover it.
-                raw = await anext(responses) if traced is None else await traced.next(responses)
+                if deadline is not None:
+                    raw = await _next_before(responses, deadline, timeout, model.name, traced)
+                elif traced is None:
+                    raw = await anext(responses)
+                else:
+                    raw = await traced.next(responses)
                 response = check_calls(raw, model.name)
             except StopAsyncIteration:
                 break

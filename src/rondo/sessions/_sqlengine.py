@@ -51,7 +51,7 @@ from typing import Any, Literal, Protocol, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
 
-from rondo.errors import ConfigurationError, RondoError, SchemaVersionError
+from rondo.errors import ConfigurationError, RondoError, SchemaVersionError, StoreUnavailableError
 
 __all__ = [
     "DEFAULT_SQLITE_PATH",
@@ -396,7 +396,16 @@ class _StdlibSqlite(Database):
         return self._raw
 
     def _run_in_thread(self, fn: Transaction[T], begin: str) -> T:
-        return self._run(self._thread_connection(), fn, begin, wait=True)
+        try:
+            return self._run(self._thread_connection(), fn, begin, wait=True)
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                waited = self._connect_args.get("timeout")
+                raise StoreUnavailableError(
+                    f"the SQLite database {self._path} stayed locked by another connection "
+                    f"for {waited} s (connect_args timeout): {exc}"
+                ) from exc
+            raise
 
     def _run(
         self, conn: sqlite3.Connection, fn: Transaction[T], begin: str, wait: bool = False
@@ -536,17 +545,45 @@ class _Postgres(Database):
             return self._pool
 
     async def read(self, fn: Transaction[T]) -> T:
-        pool = self._pool if self._pool is not None else await self._open()
-        async with pool.acquire() as conn:
-            return await fn(_PostgresExecutor(conn))
+        try:
+            pool = self._pool if self._pool is not None else await self._open()
+            async with pool.acquire() as conn:
+                return await fn(_PostgresExecutor(conn))
+        except Exception as exc:
+            unavailable = self._unavailable(exc, "read")
+            if unavailable is None:
+                raise
+            raise unavailable from exc
 
     async def write(self, fn: Transaction[T], *, single: bool = False) -> T:
-        pool = self._pool if self._pool is not None else await self._open()
-        async with pool.acquire() as conn:
-            if single:
-                return await fn(_PostgresExecutor(conn))
-            async with conn.transaction():
-                return await fn(_PostgresExecutor(conn))
+        try:
+            pool = self._pool if self._pool is not None else await self._open()
+            async with pool.acquire() as conn:
+                if single:
+                    return await fn(_PostgresExecutor(conn))
+                async with conn.transaction():
+                    return await fn(_PostgresExecutor(conn))
+        except Exception as exc:
+            unavailable = self._unavailable(exc, "write")
+            if unavailable is None:
+                raise
+            raise unavailable from exc
+
+    def _unavailable(self, exc: Exception, what: str) -> StoreUnavailableError | None:
+        """A lost or refused connection as `StoreUnavailableError` (D3); anything else as is."""
+        from asyncpg import exceptions as pg  # pyright: ignore[reportMissingTypeStubs]
+
+        lost = isinstance(exc, OSError | pg.PostgresConnectionError | pg.OperatorInterventionError)
+        if not lost and isinstance(exc, pg.InterfaceError):
+            lost = "closed" in str(exc)
+        if not lost:
+            return None
+        where = make_url(self._dsn).set(password=None).render_as_string()
+        outcome = " (its outcome is unknown: read the session again)" if what == "write" else ""
+        return StoreUnavailableError(
+            f"PostgreSQL at {where} is unavailable; the {what} failed{outcome}: "
+            f"{type(exc).__name__}: {exc}"
+        )
 
     async def close(self) -> None:
         if self._pool is not None:

@@ -41,6 +41,9 @@ class BaseTool(abc.ABC):
     yields_events: bool = False
     # Streaming tools yield chunks from `stream()` instead of returning from `run()` (T5).
     is_streaming: bool = False
+    # D1: whether a call that was in flight when its run was interrupted may run again on
+    # resume (keyed by `ToolContext.function_call_id`); False pauses it for a human instead.
+    idempotent: bool = True
 
     def stream(self, args: dict[str, Any], tool_context: ToolContext) -> AsyncIterator[Any]:
         """The chunks of a streaming tool; only called when `is_streaming` is set."""

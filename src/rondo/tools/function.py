@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import AsyncIterator, Callable
 from typing import Any, overload
@@ -11,7 +12,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from rondo._threads import run_sync_in_thread
 from rondo.context import ToolContext
-from rondo.errors import ToolDefinitionError, ToolResultError
+from rondo.errors import ToolDefinitionError, ToolResultError, ToolTimeoutError
 from rondo.models.base import FunctionDeclaration
 from rondo.tools._schema import FunctionSignature
 from rondo.tools.base import BaseTool
@@ -45,7 +46,13 @@ def to_response(value: Any) -> dict[str, Any]:
 class FunctionTool(BaseTool):
     """A tool made from a function. Name, description and parameter schema come from its
     signature, type hints and docstring; a parameter annotated `ToolContext` (or named
-    `tool_context`) receives the context and is hidden from the model."""
+    `tool_context`) receives the context and is hidden from the model.
+
+    `timeout` (seconds) turns a call that runs longer into an error response (D3).
+    `idempotent=False` marks a tool whose side effect must not happen twice: a call that was
+    in flight when its run was interrupted is not re-run on resume; the run pauses on it for a
+    decision, as a confirmation does (D1).
+    """
 
     def __init__(
         self,
@@ -55,6 +62,8 @@ class FunctionTool(BaseTool):
         description: str | None = None,
         require_confirmation: bool | Callable[..., Any] = False,
         is_long_running: bool = False,
+        idempotent: bool = True,
+        timeout: float | None = None,
     ) -> None:
         if not callable(func):
             raise ToolDefinitionError(f"a function tool needs a callable, got {func!r}")
@@ -68,6 +77,15 @@ class FunctionTool(BaseTool):
         self._signature = FunctionSignature(func, self.name, ToolContext)
         self.description = description if description is not None else self._signature.description
         self.require_confirmation = require_confirmation
+        self.idempotent = idempotent
+        if timeout is not None and not timeout > 0:
+            raise ToolDefinitionError(
+                f"tool {self.name!r}: timeout must be > 0 seconds, got {timeout}"
+            )
+        self.timeout = timeout
+        if timeout is not None:
+            # Only a tool with a timeout pays for it: `run` goes through the deadline.
+            self.run = self._run_within_timeout
         self._is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
             type(func).__call__
         )
@@ -117,6 +135,18 @@ class FunctionTool(BaseTool):
             note = f" Comment: {comment}" if comment else ""
             return {"error": f"This tool call was rejected by the user.{note}"}
         return None
+
+    async def _run_within_timeout(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await type(self).run(self, args, tool_context)
+        except TimeoutError:
+            # D3: a hung tool becomes an error response the model sees. A sync tool's thread
+            # cannot be killed: it is told to stop, and its late result is never stored.
+            tool_context.cancel_event.set()
+            raise ToolTimeoutError(
+                f"the tool {self.name!r} did not return within {self.timeout:g} s"
+            ) from None
 
     async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
         kwargs = self._signature.validate(args)
@@ -186,6 +216,8 @@ def tool(
     description: str | None = None,
     require_confirmation: bool | Callable[..., Any] = False,
     is_long_running: bool = False,
+    idempotent: bool = True,
+    timeout: float | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
     func: Callable[..., Any] | None = None,
@@ -195,6 +227,8 @@ def tool(
     description: str | None = None,
     require_confirmation: bool | Callable[..., Any] = False,
     is_long_running: bool = False,
+    idempotent: bool = True,
+    timeout: float | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Decorator: `@tool` or `@tool(name=..., require_confirmation=True)` → `FunctionTool`."""
 
@@ -205,6 +239,8 @@ def tool(
             description=description,
             require_confirmation=require_confirmation,
             is_long_running=is_long_running,
+            idempotent=idempotent,
+            timeout=timeout,
         )
 
     return wrap(func) if func is not None else wrap

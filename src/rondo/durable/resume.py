@@ -1,0 +1,132 @@
+"""Where an interrupted invocation stopped, read from the session log (SPEC D1).
+
+The log is the whole truth: the runner stores every model response and every merged tool
+result before the loop goes on, so the last stored event of an invocation says which step
+boundary the process died at:
+
+- the user's message: the first model call never completed → call the model;
+- a model event whose calls have no response: the calls were in flight → run them again
+  with the same call ids (the idempotency key), except tools declared `idempotent=False`,
+  which wait for a decision;
+- a tool-response event: the tools finished → do what follows them in the step
+  (confirmation request, structured output, transfer), then call the model.
+
+A final response, a pending call (HITL) or a user's answer to one is not an interruption.
+Only reading this tail costs anything, and only when a run starts with no new message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from rondo.events import Event
+from rondo.types import Content, FunctionCall
+
+__all__ = ["ResumePoint", "find_interrupted"]
+
+Boundary = Literal["model", "calls", "after_tools"]
+
+
+@dataclass(frozen=True, slots=True)
+class ResumePoint:
+    """The step boundary an invocation stopped at, and what resuming it needs."""
+
+    invocation_id: str
+    run_id: str
+    # "model": call the model; "calls": run `calls` (of `model_event`); "after_tools": the
+    # tool event `last` is stored, finish its step.
+    boundary: Boundary
+    # The agent that was running ("" when only the user's message was stored).
+    agent_name: str
+    # The message that started the invocation (None when it continued a paused run).
+    user_content: Content | None
+    last: Event
+    model_event: Event | None = None
+    calls: tuple[FunctionCall, ...] = ()
+
+
+def _invocation_start(events: Sequence[Event], invocation_id: str) -> int:
+    index = len(events) - 1
+    while index > 0 and events[index - 1].invocation_id == invocation_id:
+        index -= 1
+    return index
+
+
+def find_interrupted(events: Sequence[Event]) -> ResumePoint | None:
+    """The resume point of the session's last invocation, or None when it was not
+    interrupted (it ended, or it waits on a human)."""
+    if not events:
+        return None
+    last = events[-1]
+    invocation_id = last.invocation_id
+    if not invocation_id or last.partial:
+        return None
+    if last.author == "user":
+        content = last.content
+        if content is None or not content.parts:
+            return None
+        if any(p.function_response is not None for p in content.parts):
+            return None  # an answer to pending calls: the HITL resume handles it
+        return ResumePoint(invocation_id, last.run_id, "model", "", content, last)
+    start = _invocation_start(events, invocation_id)
+    # Events of a task agent run inside a tool call (their own isolation scope) belong to
+    # that call: the step to resume is the last one at the invocation's top level.
+    top_index = len(events) - 1
+    while top_index >= start and events[top_index].isolation_scope:
+        top_index -= 1
+    if top_index < start:
+        return None
+    top = events[top_index]
+    if top.author == "user":
+        return None
+    # A tool event asking for confirmations ends its step only with the request stored after
+    # it; without that request the step was cut short.
+    if top.is_final_response() and not top.actions.requested_tool_confirmations:
+        return None
+    user_content: Content | None = None
+    first = events[start]
+    if (
+        first.author == "user"
+        and first.content is not None
+        and not any(p.function_response is not None for p in first.content.parts)
+    ):
+        user_content = first.content
+    calls = top.get_function_calls()
+    if calls and top.content is not None and top.content.role == "model":
+        waiting = top.long_running_tool_ids
+        in_flight = tuple(c for c in calls if c.id and c.id not in waiting)
+        if in_flight:
+            return ResumePoint(
+                invocation_id,
+                top.run_id,
+                "calls",
+                top.author,
+                user_content,
+                top,
+                model_event=top,
+                calls=in_flight,
+            )
+        return None
+    if top.get_function_responses():
+        model_event: Event | None = None
+        answered = {r.id for r in top.get_function_responses()}
+        for index in range(top_index - 1, start - 1, -1):
+            event = events[index]
+            if event.author == top.author and any(
+                c.id in answered for c in event.get_function_calls()
+            ):
+                model_event = event
+                break
+        return ResumePoint(
+            invocation_id,
+            top.run_id,
+            "after_tools",
+            top.author,
+            user_content,
+            top,
+            model_event=model_event,
+        )
+    # Anything else (a compaction record): the next model call.
+    return ResumePoint(invocation_id, top.run_id, "model", top.author, user_content, top)

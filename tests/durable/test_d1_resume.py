@@ -1,0 +1,338 @@
+"""SPEC D1: an interrupted invocation resumes from the session log with no new message.
+
+The interruption here is in-process (the consumer stops, or its task is cancelled) at each
+step boundary; tests/integration/test_d1_crash.py does the same with SIGKILL on SQL stores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import aclosing
+from typing import Any
+
+import pytest
+
+from rondo import Agent, Event, FunctionCall, FunctionTool, Runner, ToolContext
+from rondo.flow.contents import INTERRUPTED_CALL_ERROR
+from rondo.flow.functions import INTERRUPTED_HOLD_ERROR
+from rondo.sessions.memory import InMemorySessionService
+from rondo.testing import ScriptedModel
+
+SCRIPT: list[Any] = [
+    FunctionCall(name="charge", args={"amount": 5}, id="call-1"),
+    FunctionCall(name="charge", args={"amount": 7}, id="call-2"),
+    "done",
+]
+
+
+class Ledger:
+    """A tool with a side effect that is exactly-once by its idempotency key."""
+
+    def __init__(self) -> None:
+        self.runs: list[str] = []  # every time the tool body ran, by call id
+        self.charged: dict[str, int] = {}  # the effect, keyed by function_call_id
+
+    def tool(self, *, idempotent: bool = True) -> FunctionTool:
+        async def charge(amount: int, tool_context: ToolContext) -> dict[str, Any]:
+            """Charge an amount."""
+            key = tool_context.function_call_id or ""
+            self.runs.append(key)
+            self.charged.setdefault(key, amount)
+            return {"charged": self.charged[key]}
+
+        return FunctionTool(charge, idempotent=idempotent)
+
+
+def make_runner(
+    service: InMemorySessionService, model: ScriptedModel, tool: FunctionTool
+) -> Runner:
+    return Runner(
+        agent=Agent(name="agent", model=model, tools=[tool]),
+        app_name="app",
+        session_service=service,
+    )
+
+
+async def run_until(runner: Runner, stop: int, message: str | None = "go") -> list[Event]:
+    """Run and stop consuming after `stop` events (the run stops there, R7)."""
+    seen: list[Event] = []
+    async with aclosing(
+        runner.run_async(user_id="u", session_id="s", new_message=message)
+    ) as events:
+        async for event in events:
+            seen.append(event)
+            if len(seen) >= stop:
+                break
+    return seen
+
+
+async def resume(runner: Runner) -> list[Event]:
+    return [e async for e in runner.run_async(user_id="u", session_id="s")]
+
+
+async def stored(service: InMemorySessionService) -> list[Event]:
+    session = await service.get_session(app_name="app", user_id="u", session_id="s")
+    assert session is not None
+    return list(session.events)
+
+
+@pytest.mark.parametrize("stop", [1, 2, 3])
+async def test_d1_resume_after_each_boundary_repeats_no_model_call_and_no_tool(
+    stop: int,
+) -> None:
+    """Stopped after the model event (1), after its tool event (2), after the next model
+    event (3): the resume completes the run with the remaining model calls only."""
+    service = InMemorySessionService()
+    ledger = Ledger()
+    first = ScriptedModel(SCRIPT)
+    before = await run_until(make_runner(service, first, ledger.tool()), stop)
+    run_id = before[0].run_id
+    invocation_id = before[0].invocation_id
+    # A fresh process: a new model holding the rest of the script, the same tool effects.
+    rest = ScriptedModel(SCRIPT[first.calls :])
+    after = await resume(make_runner(service, rest, ledger.tool()))
+    assert first.calls + rest.calls == 3  # every model call happened exactly once
+    assert after[-1].text == "done"
+    assert {e.run_id for e in after} == {run_id}
+    assert {e.invocation_id for e in after} == {invocation_id}
+    assert ledger.runs == ["call-1", "call-2"]  # stored results were not re-run
+    events = await stored(service)
+    assert [e.author for e in events] == ["user", *["agent"] * 5]
+    assert sum(1 for e in events if e.author == "user") == 1  # no new user event
+
+
+async def test_d1_in_flight_call_is_redispatched_with_the_same_call_id() -> None:
+    """Cancelled while the tool runs: the resume runs it again under the same
+    function_call_id, so a tool keyed by it has its effect exactly once."""
+    service = InMemorySessionService()
+    started = asyncio.Event()
+    keys: list[str] = []
+    effects: dict[str, int] = {}
+    hang = True
+
+    async def charge(amount: int, tool_context: ToolContext) -> dict[str, Any]:
+        """Charge an amount."""
+        key = tool_context.function_call_id or ""
+        keys.append(key)
+        effects.setdefault(key, amount)  # the side effect, idempotent by key
+        if hang:
+            started.set()
+            await asyncio.Event().wait()
+        return {"charged": effects[key]}
+
+    model = ScriptedModel([SCRIPT[0], "done"])
+    runner = make_runner(service, model, FunctionTool(charge))
+    task = asyncio.ensure_future(
+        resume_or_run(runner, "go")  # the first run, cancelled mid-tool
+    )
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    hang = False
+    after = await resume(make_runner(service, ScriptedModel(["done"]), FunctionTool(charge)))
+    assert keys == ["call-1", "call-1"]
+    assert effects == {"call-1": 5}
+    responses = after[0].get_function_responses()
+    assert [r.id for r in responses] == ["call-1"]
+    assert responses[0].response == {"charged": 5}
+    assert after[-1].text == "done"
+
+
+async def resume_or_run(runner: Runner, message: str | None) -> list[Event]:
+    return [e async for e in runner.run_async(user_id="u", session_id="s", new_message=message)]
+
+
+async def test_d1_model_call_in_flight_is_made_again() -> None:
+    """Cancelled during the first model call: only the user's message is stored; the resume
+    makes that call (it never completed) and does not store the message again."""
+    service = InMemorySessionService()
+    called = asyncio.Event()
+
+    async def hang(_request: Any) -> str:
+        called.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    runner = make_runner(service, ScriptedModel([hang]), Ledger().tool())
+    task = asyncio.ensure_future(resume_or_run(runner, "go"))
+    await called.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    model = ScriptedModel(["hello"])
+    after = await resume(make_runner(service, model, Ledger().tool()))
+    assert [e.text for e in after] == ["hello"]
+    events = await stored(service)
+    assert [e.author for e in events] == ["user", "agent"]
+    assert events[1].invocation_id == events[0].invocation_id
+    assert events[1].run_id == events[0].run_id
+    # The request the resumed call sent is the one the interrupted call had.
+    assert model.requests[0].contents[-1].text == "go"
+
+
+async def test_d1_non_idempotent_call_pauses_instead_of_running_again() -> None:
+    service = InMemorySessionService()
+    ledger = Ledger()
+    await run_until(make_runner(service, ScriptedModel(SCRIPT), ledger.tool(idempotent=False)), 1)
+    paused = await resume(make_runner(service, ScriptedModel([]), ledger.tool(idempotent=False)))
+    assert ledger.runs == []
+    held = paused[0].get_function_responses()
+    assert [(r.id, r.response) for r in held] == [("call-1", {"error": INTERRUPTED_HOLD_ERROR})]
+    session = await service.get_session(app_name="app", user_id="u", session_id="s")
+    assert session is not None
+    [pending] = session.pending
+    assert pending.kind == "confirmation"
+    assert pending.original_call_id == "call-1"
+    assert pending.run_id == paused[0].run_id
+    return None
+
+
+@pytest.mark.parametrize("decision", ["approve", "reject", "skip"])
+async def test_d1_held_call_decisions(decision: str) -> None:
+    """approve → the tool runs again (same call id); reject → it never runs; skip → the
+    given result is recorded as its response, the tool is not called."""
+    service = InMemorySessionService()
+    ledger = Ledger()
+    await run_until(make_runner(service, ScriptedModel(SCRIPT), ledger.tool(idempotent=False)), 1)
+    await resume(make_runner(service, ScriptedModel([]), ledger.tool(idempotent=False)))
+    session = await service.get_session(app_name="app", user_id="u", session_id="s")
+    assert session is not None
+    [pending] = session.pending
+    part = {
+        "approve": pending.approve(),
+        "reject": pending.reject("no"),
+        "skip": pending.skip({"charged": 5, "receipt": "r-1"}),
+    }[decision]
+    runner = make_runner(service, ScriptedModel(["ok"]), ledger.tool(idempotent=False))
+    after = [e async for e in runner.run_async(user_id="u", session_id="s", new_message=[part])]
+    assert after[-1].text == "ok"
+    [answer] = after[0].get_function_responses()
+    assert answer.id == "call-1"
+    if decision == "approve":
+        assert ledger.runs == ["call-1"]
+        assert answer.response == {"charged": 5}
+    elif decision == "reject":
+        assert ledger.runs == []
+        assert "rejected" in answer.response["error"]
+    else:
+        assert ledger.runs == []
+        assert answer.response == {"result": {"charged": 5, "receipt": "r-1"}}
+
+
+async def test_d1_a_new_message_answers_the_interrupted_calls_instead() -> None:
+    """C6/G2: sending a message instead of resuming starts a new invocation; the model sees
+    the interrupted call answered by the synthetic error, and the tool is not run."""
+    service = InMemorySessionService()
+    ledger = Ledger()
+    await run_until(make_runner(service, ScriptedModel(SCRIPT), ledger.tool()), 1)
+    model = ScriptedModel(["fine"])
+    after = await resume_or_run(make_runner(service, model, ledger.tool()), "something else")
+    assert after[-1].text == "fine"
+    assert ledger.runs == []
+    responses = [
+        p.function_response
+        for c in model.requests[0].contents
+        for p in c.parts
+        if p.function_response is not None
+    ]
+    assert [(r.id, r.response) for r in responses] == [
+        ("call-1", {"error": INTERRUPTED_CALL_ERROR})
+    ]
+
+
+async def test_d1_a_finished_run_is_not_resumed() -> None:
+    service = InMemorySessionService()
+    await resume_or_run(make_runner(service, ScriptedModel(["hi"]), Ledger().tool()), "go")
+    model = ScriptedModel(["again"])
+    await resume(make_runner(service, model, Ledger().tool()))
+    events = await stored(service)
+    # An empty message on a finished run is a new invocation, as before (no resume point).
+    assert events[-1].invocation_id != events[1].invocation_id
+
+
+async def test_d1_resumed_lifecycle_stream_keeps_the_run_id_and_the_contract() -> None:
+    from rondo.lifecycle import RunEnd, RunStart, ToolCallEnd
+    from rondo.run_config import RunConfig
+    from rondo.testing import check_stream
+
+    service = InMemorySessionService()
+    ledger = Ledger()
+    before = await run_until(make_runner(service, ScriptedModel(SCRIPT), ledger.tool()), 1)
+    runner = make_runner(service, ScriptedModel(SCRIPT[1:]), ledger.tool())
+    stream = [
+        e
+        async for e in runner.stream_async(
+            user_id="u", session_id="s", run_config=RunConfig(streaming_mode="none")
+        )
+    ]
+    check_stream(stream)
+    start = stream[0]
+    assert isinstance(start, RunStart)
+    assert start.resumed
+    assert start.run_id == before[0].run_id
+    assert [e.call_id for e in stream if isinstance(e, ToolCallEnd)] == ["call-1", "call-2"]
+    end = stream[-1]
+    assert isinstance(end, RunEnd)
+    assert end.text == "done"
+
+
+async def test_d1_parallel_calls_rerun_in_call_order_and_hold_only_the_non_idempotent() -> None:
+    service = InMemorySessionService()
+    ledger = Ledger()
+    safe = ledger.tool()
+
+    async def send(to: str, tool_context: ToolContext) -> str:
+        """Send a message (not idempotent)."""
+        ledger.runs.append(f"send:{tool_context.function_call_id}")
+        return "sent"
+
+    unsafe = FunctionTool(send, idempotent=False)
+    calls = [
+        FunctionCall(name="send", args={"to": "a"}, id="c-send"),
+        FunctionCall(name="charge", args={"amount": 1}, id="c-charge"),
+    ]
+
+    def runner(model: ScriptedModel) -> Runner:
+        return Runner(
+            agent=Agent(name="agent", model=model, tools=[unsafe, safe]),
+            app_name="app",
+            session_service=service,
+        )
+
+    await run_until(runner(ScriptedModel([calls])), 1)
+    paused = await resume(runner(ScriptedModel([])))
+    assert ledger.runs == ["c-charge"]
+    merged = paused[0].get_function_responses()
+    assert [r.id for r in merged] == ["c-send", "c-charge"]  # call order (T2)
+    assert merged[0].response == {"error": INTERRUPTED_HOLD_ERROR}
+    assert merged[1].response == {"charged": 1}
+    session = await service.get_session(app_name="app", user_id="u", session_id="s")
+    assert session is not None
+    assert [p.original_call_id for p in session.pending] == ["c-send"]
+
+
+async def test_d1_a_confirmation_not_yet_requested_is_requested_on_resume() -> None:
+    """Stopped after a tool event that asks for a confirmation, before the request was
+    stored: the resume stores the request (the run pauses), it does not call the model."""
+    service = InMemorySessionService()
+    ran: list[str] = []
+
+    def pay(amount: int) -> str:
+        """Pay."""
+        ran.append("pay")
+        return "paid"
+
+    tool = FunctionTool(pay, require_confirmation=True)
+    call = FunctionCall(name="pay", args={"amount": 3}, id="c-pay")
+    runner = make_runner(service, ScriptedModel([call]), tool)
+    await run_until(runner, 2)  # the model event and the "confirmation required" response
+    model = ScriptedModel([])
+    resumed = await resume(make_runner(service, model, tool))
+    assert model.calls == 0
+    assert ran == []
+    [request] = resumed
+    assert request.get_function_calls()[0].name == "adk_request_confirmation"
+    session = await service.get_session(app_name="app", user_id="u", session_id="s")
+    assert session is not None
+    assert [p.original_call_id for p in session.pending] == ["c-pay"]
