@@ -145,6 +145,7 @@ async def test_after_a_tool_result_auto_answers_but_required_calls(model: LocalM
     assert all(p.function_call is None for p in answer.content.parts)
     assert "23" in answer.content.text
     assert not answer.content.text.startswith("<")
+    assert answer.finish_reason == "stop"  # the text grammar lets the model end its answer
 
     required = ModelRequest(
         contents=history, config=GenerateConfig(tools=[WEATHER], tool_choice="required")

@@ -44,8 +44,9 @@ CALL_CLOSE = "]</tool_call>"
 # one, so every grammar here is checked against the real runtime in
 # tests/integration/test_local_model.py.
 _LARK = "%llguidance {}\n"
-# Text that does not start like a tool call (nor with blank space).
-NO_CALL_TEXT = _LARK + r"start: /[^<\s][^\x00]*/"
+# Text that does not start like a tool call (nor with blank space). GBNF, llama.cpp's own
+# grammar engine: under LLGuidance an open-ended regex like this one never lets the model stop.
+NO_CALL_TEXT = r"root ::= [^<\x00-\x20] [^\x00]*"
 # Any JSON object: the fallback for a response schema the runtime cannot compile.
 ANY_JSON = _LARK + 'start: %json {"type": "object"}'
 # JSON as `json.dumps` writes it (the prompt's calls and the demo look the same), no free
