@@ -112,6 +112,21 @@ async def test_a_question_with_tools_gets_a_well_formed_call(model: LocalModel) 
         assert calls == [FunctionCall(name="get_weather", args={"city": "Lisbon"})]
 
 
+async def test_a_message_that_needs_no_tool_gets_a_text_answer(model: LocalModel) -> None:
+    """Under tool_choice="auto" the model first chooses between answering and calling (issue
+    8.2): a greeting is answered, not turned into a weather call."""
+    request = ask("Hello", tools=[WEATHER, TIME], max_output_tokens=24)
+    for stream in (False, True):
+        final = (await collect(model, request, stream=stream))[-1]
+        assert final.partial is False
+        assert final.content is not None
+        assert all(p.function_call is None for p in final.content.parts)
+        assert final.content.text.strip()
+        assert not final.content.text.startswith("<")
+        assert final.usage is not None
+        assert final.usage.output_tokens >= 2  # the one-token choice, then the answer
+
+
 async def test_tool_choice_names_the_tool(model: LocalModel) -> None:
     request = ask("What's the weather in Lisbon?", tools=[WEATHER, TIME], tool_choice="get_time")
     (response,) = await collect(model, request, stream=False)

@@ -94,8 +94,9 @@ def test_messages_with_tools_list_them_show_the_demo_and_render_calls_and_result
     assert system["content"].startswith("Be brief.\n\nYou are an expert in composing functions.")
     listed = system["content"].split("<tools>")[1].split("</tools>")[0]
     assert [t["name"] for t in json.loads(listed)] == ["get_weather", "get_time"]
-    assert messages[1:5] == list(TOOL_DEMO)
-    assert messages[5:] == [
+    demo_end = 1 + len(TOOL_DEMO)
+    assert messages[1:demo_end] == list(TOOL_DEMO)
+    assert messages[demo_end:] == [
         {"role": "user", "content": "Weather in Paris?"},
         {
             "role": "assistant",

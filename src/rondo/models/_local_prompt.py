@@ -25,6 +25,7 @@ from rondo.models.base import FunctionDeclaration, ModelRequest
 from rondo.types import Content, FunctionCall
 
 __all__ = [
+    "ANSWER_OR_CALL",
     "ANY_JSON",
     "CALL_CLOSE",
     "CALL_OPEN",
@@ -47,6 +48,9 @@ _LARK = "%llguidance {}\n"
 # Text that does not start like a tool call (nor with blank space). GBNF, llama.cpp's own
 # grammar engine: under LLGuidance an open-ended regex like this one never lets the model stop.
 NO_CALL_TEXT = r"root ::= [^<\x00-\x20] [^\x00]*"
+# The first token of a turn that may call: the start of a call or of a text answer. Decided
+# alone (one token), then the turn continues under the grammar of what was chosen.
+ANSWER_OR_CALL = r'root ::= "<tool_call>[" | [^<\x00-\x20]'
 # Any JSON object: the fallback for a response schema the runtime cannot compile.
 ANY_JSON = _LARK + 'start: %json {"type": "object"}'
 # JSON as `json.dumps` writes it (the prompt's calls and the demo look the same), no free
@@ -166,13 +170,23 @@ def _tools_listing(tools: Sequence[FunctionDeclaration]) -> str:
     )
 
 
-# One worked exchange (question, call, result, answer that uses the result), shown before the
-# conversation whenever tools are declared. Without it SmolLM2-135M often comments on a result
-# ("The report you provided is...") instead of using it: answers containing the tool's value
-# went from 6/10 to 10/10 on the weather benchmark, calls stayed 10/10. Its answer's shape is
-# copied (an order-status demo made it write "Your order ... in Oslo"), so it is a plain
-# "<subject> is <value>" sentence on a topic unlike common tools.
+# Worked exchanges shown before the conversation whenever tools are declared.
+#
+# Two messages that need no tool, answered directly in one short sentence: without them
+# SmolLM2-135M calls a tool for anything ("Hello" -> get_weather(city="New York")); with them,
+# and the answer-or-call choice of `ANSWER_OR_CALL`, it answers off-topic messages in text
+# (bench/local_offtopic.py).
+#
+# Then one call, its result and an answer that uses the result. Without it SmolLM2-135M often
+# comments on a result ("The report you provided is...") instead of using it: answers containing
+# the tool's value went from 6/10 to 10/10 on the weather benchmark, calls stayed 10/10. Its
+# answer's shape is copied (an order-status demo made it write "Your order ... in Oslo"), so it
+# is a plain "<subject> is <value>" sentence on a topic unlike common tools.
 TOOL_DEMO: tuple[dict[str, str], ...] = (
+    {"role": "user", "content": "Nice to meet you."},
+    {"role": "assistant", "content": "Nice to meet you too! How can I help?"},
+    {"role": "user", "content": "Who wrote Hamlet?"},
+    {"role": "assistant", "content": "William Shakespeare wrote Hamlet."},
     {"role": "user", "content": "How tall is Mount Fuji?"},
     {
         "role": "assistant",

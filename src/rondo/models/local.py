@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import dataclasses
 import importlib
 import importlib.util
 import secrets
@@ -29,6 +30,7 @@ from typing import Any, cast
 from rondo._threads import run_sync_in_thread
 from rondo.errors import ModelError, ModelNotFoundError
 from rondo.models._local_prompt import (
+    ANSWER_OR_CALL,
     ANY_JSON,
     NO_CALL_TEXT,
     TurnPlan,
@@ -348,16 +350,26 @@ class LocalModel:
         sampling: _Sampling,
         aggregator: StreamAggregator | None,
     ) -> AsyncGenerator[ModelResponse, None]:
+        messages = render_messages(request, demo=self.tool_demo)
+        if plan.mode == "maybe_calls":
+            # Answer or call? One token decides (the prompt's evaluation is kept for the rest).
+            first = await _complete(
+                engine,
+                messages,
+                dataclasses.replace(sampling, max_tokens=1, stops=()),
+                {"grammar": ANSWER_OR_CALL},
+                None,
+            )
+            if not first.text.startswith("<"):
+                answer = self._text_turn(engine, request, sampling, aggregator, first.usage())
+                async with contextlib.aclosing(answer) as responses:
+                    async for response in responses:
+                        yield response
+                return
         grammar = call_grammar(
             plan.tools, required=plan.mode == "calls", max_calls=self.max_parallel_calls
         )
-        done = await _complete(
-            engine,
-            render_messages(request, demo=self.tool_demo),
-            sampling,
-            {"grammar": grammar},
-            None,
-        )
+        done = await _complete(engine, messages, sampling, {"grammar": grammar}, None)
         calls = parse_calls(done.text, plan.tools)
         if calls == []:
             # The model chose not to call a tool: now the answer, under the text grammar.
