@@ -17,6 +17,7 @@ from rondo.models._local_prompt import (
     TOOL_DEMO,
     TurnPlan,
     call_grammar,
+    grounded,
     parse_calls,
     plan_turn,
     render_messages,
@@ -199,6 +200,32 @@ def test_definitions_of_each_tool_are_kept_apart() -> None:
     refs = [alt["properties"]["arguments"]["properties"]["x"]["$ref"] for alt in schema["oneOf"]]
     assert refs == ["#/$defs/t0-Item", "#/$defs/t1-Item"]
     assert "$defs" not in schema["oneOf"][0]["properties"]["arguments"]
+
+
+# -- grounding ----------------------------------------------------------------------------------
+
+
+def test_a_call_is_grounded_when_its_words_come_from_the_user() -> None:
+    asked = [Content.user("Tell me the temperature in New York.")]
+    assert grounded([FunctionCall(name="get_weather", args={"city": "new york"})], asked)
+    assert grounded([FunctionCall(name="get_weather", args={"city": "NEW YORK"})], asked)
+    assert grounded([FunctionCall(name="get_time", args={})], asked)  # nothing to invent
+
+
+def test_invented_arguments_are_not_grounded() -> None:
+    assert not grounded(
+        [FunctionCall(name="get_weather", args={"city": "New York"})], [Content.user("Hello")]
+    )
+    # Digits name nothing: "What is 2+2?" is no weather question.
+    assert not grounded(
+        [FunctionCall(name="get_weather", args={"city": "2,2"})], [Content.user("What is 2+2?")]
+    )
+    # Nested values count, and words of the model's own turns do not.
+    history = [
+        Content.user("Hi"),
+        Content(role="model", parts=[Part(text="Paris is lovely.")]),
+    ]
+    assert not grounded([FunctionCall(name="find", args={"where": {"city": "Paris"}})], history)
 
 
 # -- output -------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -25,7 +26,6 @@ from rondo.models.base import FunctionDeclaration, ModelRequest
 from rondo.types import Content, FunctionCall
 
 __all__ = [
-    "ANSWER_OR_CALL",
     "ANY_JSON",
     "CALL_CLOSE",
     "CALL_OPEN",
@@ -33,6 +33,7 @@ __all__ = [
     "TOOL_DEMO",
     "TurnPlan",
     "call_grammar",
+    "grounded",
     "parse_calls",
     "plan_turn",
     "render_messages",
@@ -48,9 +49,6 @@ _LARK = "%llguidance {}\n"
 # Text that does not start like a tool call (nor with blank space). GBNF, llama.cpp's own
 # grammar engine: under LLGuidance an open-ended regex like this one never lets the model stop.
 NO_CALL_TEXT = r"root ::= [^<\x00-\x20] [^\x00]*"
-# The first token of a turn that may call: the start of a call or of a text answer. Decided
-# alone (one token), then the turn continues under the grammar of what was chosen.
-ANSWER_OR_CALL = r'root ::= "<tool_call>[" | [^<\x00-\x20]'
 # Any JSON object: the fallback for a response schema the runtime cannot compile.
 ANY_JSON = _LARK + 'start: %json {"type": "object"}'
 # JSON as `json.dumps` writes it (the prompt's calls and the demo look the same), no free
@@ -170,23 +168,13 @@ def _tools_listing(tools: Sequence[FunctionDeclaration]) -> str:
     )
 
 
-# Worked exchanges shown before the conversation whenever tools are declared.
-#
-# Two messages that need no tool, answered directly in one short sentence: without them
-# SmolLM2-135M calls a tool for anything ("Hello" -> get_weather(city="New York")); with them,
-# and the answer-or-call choice of `ANSWER_OR_CALL`, it answers off-topic messages in text
-# (bench/local_offtopic.py).
-#
-# Then one call, its result and an answer that uses the result. Without it SmolLM2-135M often
-# comments on a result ("The report you provided is...") instead of using it: answers containing
-# the tool's value went from 6/10 to 10/10 on the weather benchmark, calls stayed 10/10. Its
-# answer's shape is copied (an order-status demo made it write "Your order ... in Oslo"), so it
-# is a plain "<subject> is <value>" sentence on a topic unlike common tools.
+# One worked exchange (question, call, result, answer that uses the result), shown before the
+# conversation whenever tools are declared. Without it SmolLM2-135M often comments on a result
+# ("The report you provided is...") instead of using it: answers containing the tool's value
+# went from 6/10 to 10/10 on the weather benchmark, calls stayed 10/10. Its answer's shape is
+# copied (an order-status demo made it write "Your order ... in Oslo"), so it is a plain
+# "<subject> is <value>" sentence on a topic unlike common tools.
 TOOL_DEMO: tuple[dict[str, str], ...] = (
-    {"role": "user", "content": "Nice to meet you."},
-    {"role": "assistant", "content": "Nice to meet you too! How can I help?"},
-    {"role": "user", "content": "Who wrote Hamlet?"},
-    {"role": "assistant", "content": "William Shakespeare wrote Hamlet."},
     {"role": "user", "content": "How tall is Mount Fuji?"},
     {
         "role": "assistant",
@@ -317,6 +305,49 @@ def call_grammar(tools: Sequence[FunctionDeclaration], *, required: bool, max_ca
         f"{_LARK}start: {json.dumps(CALL_OPEN)} {body} {json.dumps(CALL_CLOSE)}\n"
         f"rondo_call: {_json_rule(_call_schema(tools))}\n"
     )
+
+
+# -- grounding ----------------------------------------------------------------------------------
+
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> set[str]:
+    return {w.casefold() for w in _WORD.findall(text)}
+
+
+def _string_values(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in cast(dict[str, Any], value).values():
+            yield from _string_values(item)
+    elif isinstance(value, list):
+        for item in cast(list[Any], value):
+            yield from _string_values(item)
+
+
+def grounded(calls: Sequence[FunctionCall], contents: Sequence[Content]) -> bool:
+    """Whether every string argument of `calls` is made of words the user wrote.
+
+    Measured on SmolLM2-135M: it calls a tool for any message, and for one the tool does not
+    fit it invents the arguments ("Hello" -> get_weather(city="New York")). The arguments of a
+    call the message asks for come from the message (bench/local_offtopic.py,
+    bench/local_weather.py), so a call whose words the user never wrote is taken as "no call".
+    """
+    said: set[str] = set()
+    for content in contents:
+        if content.role == "user":
+            for part in content.parts:
+                if part.text and not part.thought:
+                    said |= _words(part.text)
+    for call in calls:
+        for value in _string_values(call.args):
+            words = _words(value)
+            # Letters are needed too: digits alone ("2,2" from "What is 2+2?") name nothing.
+            if not words or not words <= said or not any(c.isalpha() for c in value):
+                return False
+    return True
 
 
 # -- output -------------------------------------------------------------------------------------

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import dataclasses
 import importlib
 import importlib.util
 import secrets
@@ -30,11 +29,11 @@ from typing import Any, cast
 from rondo._threads import run_sync_in_thread
 from rondo.errors import ModelError, ModelNotFoundError
 from rondo.models._local_prompt import (
-    ANSWER_OR_CALL,
     ANY_JSON,
     NO_CALL_TEXT,
     TurnPlan,
     call_grammar,
+    grounded,
     parse_calls,
     plan_turn,
     render_messages,
@@ -288,7 +287,9 @@ class LocalModel:
     right after tool results answers in text instead of calling again. `tool_demo`: with tools,
     the model is first shown one worked exchange (call, result, answer that uses the result),
     which a 135M model needs to answer from a result rather than about it. `max_parallel_calls`
-    bounds the calls of one turn. The weights load on first use and are shared by every
+    bounds the calls of one turn. `grounded_calls`: under `tool_choice="auto"`, a call whose
+    string arguments use words the user never wrote is taken as "no call" and the turn answers
+    in text (a 135M model invents arguments rather than not calling). The weights load on first use and are shared by every
     `LocalModel` of the same file in the process.
     """
 
@@ -303,6 +304,7 @@ class LocalModel:
         answer_after_tool: bool = True,
         tool_demo: bool = True,
         max_parallel_calls: int = 4,
+        grounded_calls: bool = True,
     ) -> None:
         if importlib.util.find_spec(_RUNTIME) is None:
             raise ModelNotFoundError(
@@ -318,6 +320,7 @@ class LocalModel:
         self.answer_after_tool = answer_after_tool
         self.tool_demo = tool_demo
         self.max_parallel_calls = max(max_parallel_calls, 1)
+        self.grounded_calls = grounded_calls
         # A response schema constrains the answer's decoding, also on a turn with tools.
         self.capabilities = ModelCapabilities(
             response_schema=True, response_schema_with_tools=True, streaming=True
@@ -350,27 +353,20 @@ class LocalModel:
         sampling: _Sampling,
         aggregator: StreamAggregator | None,
     ) -> AsyncGenerator[ModelResponse, None]:
-        messages = render_messages(request, demo=self.tool_demo)
-        if plan.mode == "maybe_calls":
-            # Answer or call? One token decides (the prompt's evaluation is kept for the rest).
-            first = await _complete(
-                engine,
-                messages,
-                dataclasses.replace(sampling, max_tokens=1, stops=()),
-                {"grammar": ANSWER_OR_CALL},
-                None,
-            )
-            if not first.text.startswith("<"):
-                answer = self._text_turn(engine, request, sampling, aggregator, first.usage())
-                async with contextlib.aclosing(answer) as responses:
-                    async for response in responses:
-                        yield response
-                return
         grammar = call_grammar(
             plan.tools, required=plan.mode == "calls", max_calls=self.max_parallel_calls
         )
-        done = await _complete(engine, messages, sampling, {"grammar": grammar}, None)
+        done = await _complete(
+            engine,
+            render_messages(request, demo=self.tool_demo),
+            sampling,
+            {"grammar": grammar},
+            None,
+        )
         calls = parse_calls(done.text, plan.tools)
+        auto = plan.mode == "maybe_calls" and self.grounded_calls
+        if calls and auto and not grounded(calls, request.contents):
+            calls = []  # invented arguments: the message asked for no call
         if calls == []:
             # The model chose not to call a tool: now the answer, under the text grammar.
             answer = self._text_turn(engine, request, sampling, aggregator, done.usage())
