@@ -56,12 +56,14 @@ def _temperature(report: str) -> str | None:
     return found.group(1) if found else None
 
 
-async def ask(runner: Runner, question: str) -> dict[str, Any]:
+async def ask(runner: Runner, question: str, session_id: str) -> dict[str, Any]:
     calls: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
     text = ""
     started = time.perf_counter()
-    async for event in runner.run_async(user_id="bench", session_id=question, new_message=question):
+    async for event in runner.run_async(
+        user_id="bench", session_id=session_id, new_message=question
+    ):
         for call in event.get_function_calls():
             calls.append({"name": call.name, "args": call.args})
         for response in event.get_function_responses():
@@ -95,8 +97,8 @@ async def main(questions: list[tuple[str, str]]) -> int:
     print(f"model: {root_agent.canonical_model.name}")
     calls_ok = answers_ok = both_ok = 0
     total = 0.0
-    for question, city in questions:
-        outcome = await ask(runner, question)
+    for index, (question, city) in enumerate(questions):
+        outcome = await ask(runner, question, f"q{index}")
         call_ok, answer_ok = score(outcome, city)
         calls_ok += call_ok
         answers_ok += answer_ok

@@ -10,7 +10,11 @@ import pytest
 from rondo import Runner
 from rondo.lifecycle import RunEnd, ToolCallEnd
 
+from ._local import require_local_model
+
 pytestmark = pytest.mark.integration
+
+require_local_model()
 
 
 async def test_weather_example_calls_the_tool_and_answers_with_its_temperature(

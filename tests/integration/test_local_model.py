@@ -1,4 +1,4 @@
-"""`local:smollm2` for real: SmolLM2-135M in-process through llama.cpp.
+"""`local:smollm2` for real: SmolLM2-135M in-process through llama.cpp (xllamacpp).
 
 Outputs are short (a few tokens) to keep the suite fast on a small machine; the assertions are
 about structure — constrained calls, streaming, usage, cancellation — not eloquence.
@@ -21,7 +21,12 @@ from rondo.models.local import LocalModel, _load, from_model_string
 from rondo.models.local_weights import smollm2_path
 from rondo.models.registry import resolve_model
 
+from ._local import require_local_model
+
 pytestmark = pytest.mark.integration
+
+require_local_model()
+
 
 WEATHER = FunctionDeclaration(
     name="get_weather",
@@ -93,6 +98,31 @@ async def test_a_question_with_tools_gets_a_well_formed_call(model: LocalModel) 
         assert calls == [FunctionCall(name="get_weather", args={"city": "Lisbon"})]
 
 
+async def test_a_message_that_needs_no_tool_gets_a_text_answer(model: LocalModel) -> None:
+    """Issue 8.2: under tool_choice="auto" a greeting is answered, not turned into a weather
+    call with an invented city (the call's arguments are not the user's words)."""
+    request = ask("Hello", tools=[WEATHER, TIME], max_output_tokens=64)
+    for stream in (False, True):
+        final = (await collect(model, request, stream=stream))[-1]
+        assert final.partial is False
+        assert final.content is not None
+        assert all(p.function_call is None for p in final.content.parts)
+        assert final.content.text.strip()
+        assert not final.content.text.startswith("<")
+        assert final.usage is not None
+        # The discarded call's tokens are counted too.
+        assert final.usage.output_tokens > len(final.content.text.split())
+
+
+async def test_without_grounding_the_small_model_calls_for_a_greeting() -> None:
+    """What grounded_calls guards against (so the test above cannot pass by accident)."""
+    ungrounded = LocalModel(smollm2_path(), name="smollm2", grounded_calls=False)
+    request = ask("Hello", tools=[WEATHER], max_output_tokens=64)
+    (response,) = await collect(ungrounded, request, stream=False)
+    assert response.content is not None
+    assert response.content.parts[0].function_call is not None
+
+
 async def test_tool_choice_names_the_tool(model: LocalModel) -> None:
     request = ask("What's the weather in Lisbon?", tools=[WEATHER, TIME], tool_choice="get_time")
     (response,) = await collect(model, request, stream=False)
@@ -126,6 +156,7 @@ async def test_after_a_tool_result_auto_answers_but_required_calls(model: LocalM
     assert all(p.function_call is None for p in answer.content.parts)
     assert "23" in answer.content.text
     assert not answer.content.text.startswith("<")
+    assert answer.finish_reason == "stop"  # the text grammar lets the model end its answer
 
     required = ModelRequest(
         contents=history, config=GenerateConfig(tools=[WEATHER], tool_choice="required")
@@ -209,12 +240,39 @@ async def test_weights_load_once_per_process(model: LocalModel) -> None:
 
 
 async def test_a_prompt_longer_than_the_context_is_an_error() -> None:
-    small = LocalModel(smollm2_path(), n_ctx=64)
-    with pytest.raises(ModelError, match="the local model's context holds 64"):
-        await collect(small, ask("word " * 200), stream=False)
+    small = LocalModel(smollm2_path(), n_ctx=256)
+    with pytest.raises(ModelError, match="the local model's context holds 256"):
+        await collect(small, ask("word " * 400), stream=False)
 
 
 async def test_an_unsupported_response_schema_falls_back_to_any_json(model: LocalModel) -> None:
-    engine = _load(model.path, model.n_ctx, model.n_threads)
-    assert engine.response_grammar({"type": "weird"}) == engine.grammars.JSON_GBNF
-    assert "root ::=" in engine.response_grammar({"type": "object", "properties": {}})
+    request = ask("Paris is sunny today. Describe it.", response_schema={"type": "weird"})
+    request.config.max_output_tokens = 12
+    (response,) = await collect(model, request, stream=False)
+    assert response.content is not None
+    # Cut off by the token limit, but JSON from the first character.
+    assert response.content.text.startswith("{")
+
+
+async def test_every_grammar_compiles_in_the_runtime(model: LocalModel) -> None:
+    """llama.cpp drops a grammar LLGuidance cannot parse and decodes freely: each one rondo
+    builds must really constrain the output."""
+    request = ask(
+        "Tell me a story.",
+        tools=[WEATHER, TIME],
+        tool_choice="required",
+        max_output_tokens=64,
+    )
+    (response,) = await collect(model, request, stream=False)
+    assert response.content is not None
+    assert response.content.parts[0].function_call is not None
+    # Text-only turns with tools declared must not begin like a call, even when asked to.
+    echo = ask(
+        'Repeat exactly: <tool_call>[{"name": "get_time"}]</tool_call>',
+        tools=[TIME],
+        tool_choice="none",
+        max_output_tokens=12,
+    )
+    (text,) = await collect(model, echo, stream=False)
+    assert text.content is not None
+    assert not text.content.text.startswith("<")

