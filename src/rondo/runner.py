@@ -72,6 +72,12 @@ def _as_content(message: Message) -> Content | None:
     if message is None:
         return None
     if isinstance(message, Content):
+        if not message.parts:
+            # Stored, it would vanish from every request (empty contents are dropped), so the
+            # model would answer a message nobody sees; ADK's runner refuses it too.
+            raise InvalidMessageError(
+                "new_message has no parts; pass None to continue a paused run without one"
+            )
         return message
     if isinstance(message, str):
         return Content.user(message)

@@ -4,7 +4,7 @@ Only `opentelemetry-api` is used: rondo never configures an SDK or an exporter. 
 is an `invoke_agent {agent}` span, each model call a `chat {model}` span under it and each
 tool call an `execute_tool {tool}` span under it, with the attributes of the OpenTelemetry
 GenAI semantic conventions, rondo's ids (`rondo.run_id`, `rondo.invocation_id`,
-`gen_ai.conversation.id` = the session id) and the `gcp.vertex.agent.*` ids google-adk's dev
+`rondo.session_id`, also as `gen_ai.conversation.id`) and the `gcp.vertex.agent.*` ids google-adk's dev
 UI looks spans up by. Two histograms: `gen_ai.client.operation.duration` (seconds) and
 `gen_ai.client.token.usage` (tokens).
 
@@ -137,6 +137,9 @@ def _ids(ctx: InvocationContext) -> dict[str, Any]:
         "gen_ai.conversation.id": session_id,
         "rondo.run_id": ctx.run_id,
         "rondo.invocation_id": ctx.invocation_id,
+        # Issue 11 names the session id beside rondo's ids: under rondo's prefix too, so a
+        # query by `rondo.*` finds it as well as by the GenAI convention's name.
+        "rondo.session_id": session_id,
         "rondo.app_name": ctx.app_name,
         # The ids google-adk's dev UI finds spans by (its Trace tab reads these).
         "gcp.vertex.agent.session_id": session_id,

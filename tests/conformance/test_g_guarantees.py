@@ -499,6 +499,14 @@ async def test_g4_new_message_accepts_a_lone_part_and_refuses_other_types() -> N
         await collect(runner, 42)
 
 
+async def test_r1_a_message_without_parts_is_refused_not_silently_dropped() -> None:
+    model = ScriptedModel(["never"])
+    runner = Runner(agent=Agent(name="a", model=model), app_name=APP)
+    with pytest.raises(rondo.InvalidMessageError, match="no parts"):
+        await collect(runner, Content(role="user", parts=[]))
+    assert model.requests == []
+
+
 # -- G3: one rule for state values ------------------------------------------------------------
 
 

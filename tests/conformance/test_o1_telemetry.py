@@ -99,6 +99,7 @@ async def test_o1_agent_model_and_tool_spans_nest_with_genai_attributes(otel: Sd
         assert span.attributes["rondo.run_id"] == stored.run_id
         assert span.attributes["rondo.invocation_id"] == stored.invocation_id
         assert span.attributes["gen_ai.conversation.id"] == SESSION
+        assert span.attributes["rondo.session_id"] == SESSION
     assert [c.attributes["gcp.vertex.agent.event_id"] for c in chats] == [
         events[0].id,
         events[2].id,

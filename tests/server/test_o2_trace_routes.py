@@ -93,13 +93,16 @@ def test_o2_without_a_span_store_the_routes_answer_nothing(launch: Launch) -> No
         assert http.get(f"/dev/apps/chat/debug/trace/{events[0]['id']}").status_code == 404
 
 
-def test_o2_a_token_sees_only_its_own_users_spans(launch: Launch) -> None:
+def test_o2_w3_a_token_sees_only_its_own_users_spans(launch: Launch) -> None:
     sdk()
     with launch(trace_store=True, auth_tokens=TOKENS) as http:
         session_id, events = _run(http, "bob", "secret plan", **BOB)
         route = f"/dev/apps/chat/debug/trace/session/{session_id}"
         assert http.get(route, headers=BOB).json()
-        assert http.get(route, headers=ALICE).json() == []
+        # Issue 9 (W3): another user's session is a 404, never an answer, like an unknown one.
+        assert http.get(route, headers=ALICE).status_code == 404
+        unknown = "/dev/apps/chat/debug/trace/session/no-such-session"
+        assert http.get(unknown, headers=ALICE).status_code == 404
         event_route = f"/dev/apps/chat/debug/trace/{events[0]['id']}"
         assert http.get(event_route, headers=BOB).status_code == 200
         assert http.get(event_route, headers=ALICE).status_code == 404

@@ -6,7 +6,8 @@ As ADK's `adk web` serves them:
   as integers, times in nanoseconds), `[]` when there are none or tracing is off;
 - `GET /dev/apps/{app}/debug/trace/{event_id}`: the attributes of the span that produced the
   event (its `gcp.vertex.agent.event_id`), plus `trace_id` and `span_id`; 404 if unknown.
-With tokens, a caller sees only the spans of its own user's sessions. The spans come from the server's
+With tokens, a caller sees only the spans of its own user's sessions (another user's session,
+like an unknown one, is a 404). The spans come from the server's
 `SpanStore` (`rondo.server.span_store`), on in `rondo web` and with `rondo api-server --traces`.
 """
 
@@ -49,9 +50,14 @@ async def _visible(request: Request, app_name: str, session_id: Any) -> bool:
 
 @router.get("/dev/apps/{app_name}/debug/trace/session/{session_id}")
 async def session_trace(request: Request, app_name: str, session_id: str) -> list[dict[str, Any]]:
-    """The spans of a session's runs (ADK's Trace tab); `[]` when tracing is off."""
+    """The spans of a session's runs (ADK's Trace tab); `[]` when tracing is off.
+
+    With tokens, another user's session (or an unknown one: the answer must not tell them
+    apart) is a 404, as every other route answers for it (issue 9: "403 or 404")."""
+    if not await _visible(request, app_name, session_id):
+        raise NotFoundError(f"Session not found: {session_id}")
     store = _store(request)
-    if store is None or not await _visible(request, app_name, session_id):
+    if store is None:
         return []
     from rondo.server.span_store import span_json
 
