@@ -99,6 +99,15 @@ def test_initial_session_for_a_list_of_queries() -> None:
     assert code == 1
     row = next(line for line in out.splitlines() if "response_match_score" in line)
     assert "0.9091, 1.0, 0.875, 1.0" in row  # the home city came from the session state
+    # O3: the table's columns are the issue's: case, metric, score, threshold, pass.
+    header = next(line for line in out.splitlines() if "threshold" in line)
+    assert [c.strip() for c in header.strip("┃│ ").split("┃")][:5] == [
+        "case",
+        "metric",
+        "score",
+        "threshold",
+        "pass",
+    ]
 
 
 def test_model_override(tiny: Path, tmp_path: Path) -> None:

@@ -119,7 +119,7 @@ class EvalReport:
         table = Table(title=f"eval set {self.eval_set_id}", title_justify="left")
         table.add_column("case", overflow="fold")
         table.add_column("metric", no_wrap=True)
-        for column in ("score", "threshold", "result"):
+        for column in ("score", "threshold", "pass"):
             table.add_column(column, no_wrap=True)
         table.add_column("per invocation", overflow="fold")
         for case in self.cases:
