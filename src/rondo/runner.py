@@ -412,13 +412,9 @@ class Runner:
         from rondo.events import Event, EventActions
 
         service = self.session_service
-        session = await service.get_session(
+        session = await service.get_or_create_session(
             app_name=self.app_name, user_id=user_id, session_id=session_id
         )
-        if session is None:
-            session = await service.create_session(
-                app_name=self.app_name, user_id=user_id, session_id=session_id
-            )
         point = None
         if message is None and not state_delta:
             from rondo.durable.resume import find_interrupted

@@ -81,13 +81,9 @@ async def seed_session(
 ) -> Session:
     """Create a session holding `events` (a pre-existing history)."""
     service = runner.session_service
-    session = await service.get_session(
+    session = await service.get_or_create_session(
         app_name=runner.app_name, user_id=user_id, session_id=session_id
     )
-    if session is None:
-        session = await service.create_session(
-            app_name=runner.app_name, user_id=user_id, session_id=session_id
-        )
     for event in events:
         await service.append_event(session, event)
     return session

@@ -58,13 +58,9 @@ async def run_invocation(
     attempt stored part of it. Idempotent: safe to call again after any crash."""
     event_id, invocation_id, run_id = _ids(key)
     service = runner.session_service
-    session = await service.get_session(
+    session = await service.get_or_create_session(
         app_name=runner.app_name, user_id=user_id, session_id=session_id
     )
-    if session is None:
-        session = await service.create_session(
-            app_name=runner.app_name, user_id=user_id, session_id=session_id
-        )
     stored = any(e.id == event_id for e in reversed(session.events))
     if not stored and message is not None:
         # The message carries the run's ids, so this run is found again by its key.

@@ -364,6 +364,17 @@ class BaseSessionService(abc.ABC):
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; the default does nothing."""
 
+    async def get_or_create_session(
+        self, *, app_name: str, user_id: str, session_id: str
+    ) -> Session:
+        """The session, created empty when there is none (as a run's first step does)."""
+        session = await self.get_session(app_name=app_name, user_id=user_id, session_id=session_id)
+        if session is None:
+            session = await self.create_session(
+                app_name=app_name, user_id=user_id, session_id=session_id
+            )
+        return session
+
     # -- one run per session across processes (SPEC W5) --------------------------------------
 
     @property
