@@ -133,6 +133,11 @@ def _convert(event: Event, agent_name: str) -> _Item | None:
         if foreign is None:
             return None
         return _Item(foreign, None, None, True, event.timestamp)
+    for part in content.parts:
+        if not part.text:
+            break
+    else:  # the common case, text only: the record's content as it is
+        return _Item(content, None, None, author == "user", event.timestamp)
     parts: list[Part] = []
     call_ids: list[str] = []
     responses: list[tuple[str, Part]] = []
@@ -346,6 +351,25 @@ class ContentsView:
                         compaction.compacted_content,
                     )
                 continue
+            content = event.content
+            if (
+                content is not None
+                and content.parts
+                and (event.author == "user" or event.author == agent)
+            ):
+                for part in content.parts:
+                    if not part.text:
+                        break
+                else:
+                    # The common case, text only (what `_convert` and `_add` do with it, in
+                    # line: a fresh replica converts a whole history at once).
+                    turn_start = event.author == "user"
+                    if turn_start:
+                        self._turn_start = len(self._items)
+                    self._items.append(_Item(content, None, None, turn_start, event.timestamp))
+                    if self._out_valid:
+                        self._out.append(content)
+                    continue
             item = _convert(event, agent)
             if item is None:
                 continue
