@@ -215,8 +215,7 @@ def _compact(event: Event) -> Event:
     values["author"] = intern(event.author)
     content = values["content"]
     if content is not None:
-        inner: dict[str, Any] = vars(content)
-        inner["role"] = intern(content.role)
+        content.__dict__["role"] = intern(content.role)
         names = content.__pydantic_fields_set__
         shared = last[1]
         if shared != names:
