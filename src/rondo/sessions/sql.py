@@ -175,10 +175,11 @@ def _loads(text: str | None) -> Any:
 # keeps per model, the author and role strings. This halves the memory of a cached history and
 # the objects the garbage collector walks (bench/SESSIONS.md).
 _FIELD_SETS: dict[tuple[str, ...], set[str]] = {}
-# The shared set met last for events, contents and parts: a history has a handful of record
-# shapes, mostly one in a row, and comparing two small sets (C code, sizes first) is cheaper
-# than building a key.
-_LAST: list[set[str]] = [set(), set(), set()]
+# The shared sets met last for events, contents and parts (slots 0-2), and the ones met
+# before those (3-5): a history has a handful of record shapes, often one or two in turn (a
+# user message, a model answer), and comparing two small sets (C code, sizes first) is
+# cheaper than building a key.
+_LAST: list[set[str]] = [set() for _ in range(6)]
 _set = object.__setattr__  # the field-name set is pydantic's own slot, not a field
 _FIELDS = "__pydantic_fields_set__"
 
@@ -195,6 +196,18 @@ def _shared(names: set[str]) -> set[str]:
     return found
 
 
+def _share_recent(names: set[str], kind: int) -> set[str]:
+    """The shared set equal to `names`, the last one of its `kind` now. Inlined in `_compact`
+    for its two common cases (the last shape, the one before), which cost no call."""
+    last = _LAST
+    shared = last[kind + 3]
+    if shared != names:
+        shared = _shared(names)
+    last[kind + 3] = last[kind]
+    last[kind] = shared
+    return shared
+
+
 def _compact(event: Event) -> Event:
     last = _LAST
     values = vars(event)
@@ -208,7 +221,7 @@ def _compact(event: Event) -> Event:
             _set(actions, _FIELDS, _shared(actions.__pydantic_fields_set__))
     shared = last[0]
     if shared != names:
-        shared = last[0] = _shared(names)
+        shared = _share_recent(names, 0)
     _set(event, _FIELDS, shared)
     # Only keys are cached by the JSON parser (Event's config): the few author names are
     # shared here instead.
@@ -219,13 +232,18 @@ def _compact(event: Event) -> Event:
         names = content.__pydantic_fields_set__
         shared = last[1]
         if shared != names:
-            shared = last[1] = _shared(names)
+            shared = last[4]
+            if shared == names:  # a user message after a model answer, or the reverse
+                last[4] = last[1]
+                last[1] = shared
+            else:
+                shared = _share_recent(names, 1)
         _set(content, _FIELDS, shared)
         shared = last[2]
         for part in content.parts:
             names = part.__pydantic_fields_set__
             if shared != names:
-                shared = last[2] = _shared(names)
+                shared = _share_recent(names, 2)
             _set(part, _FIELDS, shared)
     return event
 
