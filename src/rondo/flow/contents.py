@@ -133,11 +133,6 @@ def _convert(event: Event, agent_name: str) -> _Item | None:
         if foreign is None:
             return None
         return _Item(foreign, None, None, True, event.timestamp)
-    for part in content.parts:
-        if not part.text:
-            break
-    else:  # the common case, text only: the record's content as it is
-        return _Item(content, None, None, author == "user", event.timestamp)
     parts: list[Part] = []
     call_ids: list[str] = []
     responses: list[tuple[str, Part]] = []
@@ -361,8 +356,9 @@ class ContentsView:
                     if not part.text:
                         break
                 else:
-                    # The common case, text only (what `_convert` and `_add` do with it, in
-                    # line: a fresh replica converts a whole history at once).
+                    # The common case, text only: the record's content as it is (what
+                    # `_convert` and `_add` would do, in line — a fresh replica converts a
+                    # whole history at once).
                     turn_start = event.author == "user"
                     if turn_start:
                         self._turn_start = len(self._items)
