@@ -272,13 +272,13 @@ async def test_get_session_decodes_only_the_events_appended_since(
         await writer.append_event(session, text(f"e{i}"))
 
     decoded: list[Any] = []
-    real = sql_module._decode_event  # pyright: ignore[reportPrivateUsage]
+    real = sql_module._decode_events  # pyright: ignore[reportPrivateUsage]
 
-    def counting(payload: Any) -> Event:
-        decoded.append(payload)
-        return real(payload)
+    def counting(payloads: Any) -> list[Event]:
+        decoded.extend(payloads)
+        return real(payloads)
 
-    monkeypatch.setattr(sql_module, "_decode_event", counting)
+    monkeypatch.setattr(sql_module, "_decode_events", counting)
     first = await reader.get_session(app_name="a", user_id="u", session_id="s")
     assert first is not None
     assert len(decoded) == 50
@@ -307,8 +307,8 @@ async def test_a_bounded_read_loads_only_the_recent_events(
     for i in range(30):
         await writer.append_event(session, text(f"e{i}"))
     decoded: list[Any] = []
-    real = sql_module._decode_event  # pyright: ignore[reportPrivateUsage]
-    monkeypatch.setattr(sql_module, "_decode_event", lambda p: decoded.append(p) or real(p))
+    real = sql_module._decode_events  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(sql_module, "_decode_events", lambda ps: decoded.extend(ps) or real(ps))
     reader = sql_backend.make()
     recent = await reader.get_session(
         app_name="a", user_id="u", session_id="s", num_recent_events=3
@@ -483,8 +483,8 @@ async def test_w5_instances_taking_turns_each_load_only_the_events_the_other_app
     from rondo.testing import ScriptedModel
 
     decoded: list[str] = []
-    real = sql_module._decode_event  # pyright: ignore[reportPrivateUsage]
-    monkeypatch.setattr(sql_module, "_decode_event", lambda p: decoded.append(p) or real(p))
+    real = sql_module._decode_events  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(sql_module, "_decode_events", lambda ps: decoded.extend(ps) or real(ps))
     models = [ScriptedModel(["one-1", "one-2"]), ScriptedModel(["two-1", "two-2"])]
     services = [sql_backend.make(), sql_backend.make()]
     runners = [

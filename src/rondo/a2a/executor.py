@@ -10,6 +10,11 @@ a failed run leaves it FAILED with the error as its status message.
 
 The A2A context id is the rondo session id; the user is the authenticated caller's (with
 `--auth-tokens`, the token's user), else one user per context, as in google-adk.
+
+Given a `claim` (what `rondo api-server` passes: the run claim of its REST run routes), a run
+holds its session from before its first append to its end, so an A2A message and a REST run —
+on this server or another replica — never interleave on one session: the later one is refused
+before it stores anything (the task FAILED with the reason, the REST run 409).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from a2a.types import Part as A2APart
 from a2a.utils.errors import InvalidParamsError
 
 from rondo.a2a._parts import call_part, from_a2a_parts, to_a2a_parts
-from rondo.errors import RondoError
+from rondo.errors import RondoError, SessionExistsError
 from rondo.sessions.base import CONFIRMATION_FUNCTION_NAME
 from rondo.types import Content, FunctionCall
 
@@ -39,7 +44,7 @@ if TYPE_CHECKING:
     from rondo.run_config import RunConfig
     from rondo.runner import Runner
 
-__all__ = ["MAX_CONTEXT_ID_LENGTH", "RondoAgentExecutor", "user_id_for"]
+__all__ = ["MAX_CONTEXT_ID_LENGTH", "RondoAgentExecutor", "RunClaim", "RunRelease", "user_id_for"]
 
 logger = logging.getLogger("rondo.a2a")
 
@@ -49,6 +54,13 @@ NOT_ANSWERED = (
     "This task waits for answers to its pending calls: send data parts of kind "
     "'function_response' (metadata adk_type), one per call id in the status message."
 )
+
+
+RunRelease = Callable[[], Awaitable[None]]
+RunClaim = Callable[[str, str, str], Awaitable[RunRelease]]
+"""Claims `(app, user, session)` for one run and returns its release. Raises a `RondoError`
+when the session is busy, and `LookupError` when its store checks that the session exists
+and it does not."""
 
 
 def user_id_for(context: RequestContext) -> str:
@@ -102,9 +114,11 @@ class RondoAgentExecutor(AgentExecutor):
         runner: Runner | Callable[[], Awaitable[Runner]],
         *,
         run_config: RunConfig | None = None,
+        claim: RunClaim | None = None,
     ) -> None:
         self._runner = runner
         self._run_config = run_config
+        self._claim = claim
         self._sessions = _SessionLocks()
 
     async def runner(self) -> Runner:
@@ -147,7 +161,12 @@ class RondoAgentExecutor(AgentExecutor):
         progress = _Progress()
         try:
             async with self._sessions.hold((user_id, updater.context_id)):
-                pending = await self._run(runner, user_id, updater, content, progress)
+                release = await self._claim_session(runner, user_id, updater.context_id)
+                try:
+                    pending = await self._run(runner, user_id, updater, content, progress)
+                finally:
+                    if release is not None:
+                        await release()
         except RondoError as exc:
             progress.error = str(exc)
             pending = []
@@ -156,6 +175,25 @@ class RondoAgentExecutor(AgentExecutor):
             progress.error = f"internal error ({type(exc).__name__})"
             pending = []
         await _finish(updater, progress, pending)
+
+    async def _claim_session(
+        self, runner: Runner, user_id: str, session_id: str
+    ) -> RunRelease | None:
+        """The run's claim on its session (None without a `claim`)."""
+        claim = self._claim
+        if claim is None:
+            return None
+        app_name = runner.app_name
+        try:
+            return await claim(app_name, user_id, session_id)
+        except LookupError:
+            # A shared store's claim also checks that the session exists: a context's first
+            # message creates it first, as the runner would have.
+            with contextlib.suppress(SessionExistsError):
+                await runner.session_service.create_session(
+                    app_name=app_name, user_id=user_id, session_id=session_id
+                )
+            return await claim(app_name, user_id, session_id)
 
     async def _run(
         self,

@@ -33,7 +33,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from rondo.a2a.card import build_agent_card
-from rondo.a2a.executor import RondoAgentExecutor
+from rondo.a2a.executor import RondoAgentExecutor, RunClaim
 from rondo.errors import RondoError
 
 if TYPE_CHECKING:
@@ -94,7 +94,9 @@ class A2AApp:
 
     `user_for` names the authenticated user of a request (None or "" for anonymous): its
     tasks and sessions are its own. `bearer_auth` makes the card say calls need a bearer
-    token. `task_store` defaults to the SDK's in-memory store.
+    token. `task_store` defaults to the SDK's in-memory store. `claim` takes a run's claim on
+    its session (see `rondo.a2a.executor`): `rondo api-server` passes the one its REST run
+    routes take, so the two never interleave on a session.
     """
 
     def __init__(
@@ -107,13 +109,14 @@ class A2AApp:
         bearer_auth: bool = False,
         task_store: TaskStore | None = None,
         run_config: RunConfig | None = None,
+        claim: RunClaim | None = None,
     ) -> None:
         self.runner = runner
         self.card = build_agent_card(
             runner.agent, url=url or "http://localhost/", version=version, bearer_auth=bearer_auth
         )
         self.handler = DefaultRequestHandler(
-            agent_executor=RondoAgentExecutor(runner, run_config=run_config),
+            agent_executor=RondoAgentExecutor(runner, run_config=run_config, claim=claim),
             task_store=task_store or InMemoryTaskStore(),
             agent_card=self.card,
             interrupted_task_timeout=IDLE_INTERRUPTED_TASK_SECONDS,

@@ -346,6 +346,26 @@ class ContentsView:
                         compaction.compacted_content,
                     )
                 continue
+            content = event.content
+            if (
+                content is not None
+                and content.parts
+                and (event.author == "user" or event.author == agent)
+            ):
+                for part in content.parts:
+                    if not part.text:
+                        break
+                else:
+                    # The common case, text only: the record's content as it is (what
+                    # `_convert` and `_add` would do, in line — a fresh replica converts a
+                    # whole history at once).
+                    turn_start = event.author == "user"
+                    if turn_start:
+                        self._turn_start = len(self._items)
+                    self._items.append(_Item(content, None, None, turn_start, event.timestamp))
+                    if self._out_valid:
+                        self._out.append(content)
+                    continue
             item = _convert(event, agent)
             if item is None:
                 continue

@@ -93,7 +93,7 @@ def create_app(
         from rondo.server.span_store import enable_span_store
 
         state.spans = enable_span_store()
-    a2a_apps = _a2a_apps(apps, auth) if a2a else None
+    a2a_apps = _a2a_apps(apps, auth, state) if a2a else None
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncGenerator[None]:
@@ -129,12 +129,15 @@ def create_app(
     return app
 
 
-def _a2a_apps(apps: AppRegistry, auth: TokenAuth | None) -> A2AApps:
-    """Every app over A2A; with tokens, a task and a context belong to the token's user."""
+def _a2a_apps(apps: AppRegistry, auth: TokenAuth | None, state: ServerState) -> A2AApps:
+    """Every app over A2A; with tokens, a task and a context belong to the token's user. An
+    A2A run takes the run claim of the REST run routes (W5), so the two never interleave."""
     from rondo.a2a import A2AApps
     from rondo.server.auth import caller
 
-    return A2AApps(apps.runner, user_for=caller, bearer_auth=auth is not None)
+    return A2AApps(
+        apps.runner, user_for=caller, bearer_auth=auth is not None, claim=state.claims.take
+    )
 
 
 def _auth(tokens: TokenAuth | Mapping[str, str] | str | Path | None) -> TokenAuth | None:

@@ -29,6 +29,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
+from sys import intern
 from typing import Any, NoReturn
 
 from sqlalchemy.engine import URL
@@ -137,7 +138,7 @@ def _read(
         start,
         loaded_from,
         not usable,
-        [_decode_event(p) for p in payloads],
+        _decode_events(payloads),
     )
 
 
@@ -151,9 +152,14 @@ def _encode_event(event: Event) -> str:
     return event.model_dump_json(exclude_defaults=True)
 
 
-def _decode_event(payload: str) -> Event:
-    """An event from its stored JSON text."""
-    return _compact(Event.model_validate_json(payload))
+def _decode_events(payloads: Sequence[str]) -> list[Event]:
+    """Events from their stored JSON texts, each validated as an `Event` — through Event's
+    validator directly: `model_validate_json` is a Python frame per event, which a long
+    history pays 20,000 times on a fresh replica."""
+    if not payloads:
+        return []
+    validate = Event.__pydantic_validator__.validate_json  # built on first use (defer_build)
+    return [_compact(validate(p)) for p in payloads]
 
 
 def _dumps(value: Any) -> str:
@@ -166,10 +172,16 @@ def _loads(text: str | None) -> Any:
 
 # Records are frozen (SPEC G1), so what many decoded events hold alike can be one object: the
 # empty actions (events.NO_ACTIONS, whose maps refuse changes), the set of field names pydantic
-# keeps per model. This halves the memory of a cached history and the objects the garbage
-# collector walks (bench/SESSIONS.md).
+# keeps per model, the author and role strings. This halves the memory of a cached history and
+# the objects the garbage collector walks (bench/SESSIONS.md).
 _FIELD_SETS: dict[tuple[str, ...], set[str]] = {}
+# The shared sets met last for events, contents and parts (slots 0-2), and the ones met
+# before those (3-5): a history has a handful of record shapes, often one or two in turn (a
+# user message, a model answer), and comparing two small sets (C code, sizes first) is
+# cheaper than building a key.
+_LAST: list[set[str]] = [set() for _ in range(6)]
 _set = object.__setattr__  # the field-name set is pydantic's own slot, not a field
+_FIELDS = "__pydantic_fields_set__"
 
 
 def _shared(names: set[str]) -> set[str]:
@@ -184,21 +196,55 @@ def _shared(names: set[str]) -> set[str]:
     return found
 
 
+def _share_recent(names: set[str], kind: int) -> set[str]:
+    """The shared set equal to `names`, the last one of its `kind` now. Inlined in `_compact`
+    for its two common cases (the last shape, the one before), which cost no call."""
+    last = _LAST
+    shared = last[kind + 3]
+    if shared != names:
+        shared = _shared(names)
+    last[kind + 3] = last[kind]
+    last[kind] = shared
+    return shared
+
+
 def _compact(event: Event) -> Event:
+    last = _LAST
     values = vars(event)
     names = event.__pydantic_fields_set__
-    actions = values["actions"]
-    # Payloads leave defaults out: no "actions" means pydantic just built an empty one.
-    if "actions" not in names or actions.is_empty():
-        values["actions"] = NO_ACTIONS
-    else:
-        _set(actions, "__pydantic_fields_set__", _shared(actions.__pydantic_fields_set__))
-    _set(event, "__pydantic_fields_set__", _shared(names))
+    # Payloads leave defaults out: no "actions" means the default, NO_ACTIONS, already.
+    if "actions" in names:
+        actions = values["actions"]
+        if actions.is_empty():
+            values["actions"] = NO_ACTIONS
+        else:
+            _set(actions, _FIELDS, _shared(actions.__pydantic_fields_set__))
+    shared = last[0]
+    if shared != names:
+        shared = _share_recent(names, 0)
+    _set(event, _FIELDS, shared)
+    # Only keys are cached by the JSON parser (Event's config): the few author names are
+    # shared here instead.
+    values["author"] = intern(event.author)
     content = values["content"]
     if content is not None:
-        _set(content, "__pydantic_fields_set__", _shared(content.__pydantic_fields_set__))
+        content.__dict__["role"] = intern(content.role)
+        names = content.__pydantic_fields_set__
+        shared = last[1]
+        if shared != names:
+            shared = last[4]
+            if shared == names:  # a user message after a model answer, or the reverse
+                last[4] = last[1]
+                last[1] = shared
+            else:
+                shared = _share_recent(names, 1)
+        _set(content, _FIELDS, shared)
+        shared = last[2]
         for part in content.parts:
-            _set(part, "__pydantic_fields_set__", _shared(part.__pydantic_fields_set__))
+            names = part.__pydantic_fields_set__
+            if shared != names:
+                shared = _share_recent(names, 2)
+            _set(part, _FIELDS, shared)
     return event
 
 
@@ -544,8 +590,12 @@ class SqlSessionService(BaseSessionService):
         hit = entry is not None and not read.fresh and entry.version == version
         if entry is None or read.fresh:
             entry = _Cached(read.created, read.loaded_from)
-        for seq, event in enumerate(read.events, read.loaded_from):
-            entry.add(seq, event)  # skips events another task added meanwhile
+        # Skips the events another task added meanwhile (`_Cached.add`, in one go).
+        events = read.events
+        skip = entry.version - read.loaded_from
+        if 0 <= skip < len(events):
+            entry.log.extend(events[skip:] if skip else events)
+            entry.version += len(events) - skip
         self._remember(key, entry)
         if hit:
             pending = entry.pending  # unchanged since the cache saw this version
