@@ -7,7 +7,6 @@ records and no callback can change history in place.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,28 +35,12 @@ class _Data(BaseModel):
     )
 
 
-# DESIGN §4 writes `Content(role, parts)`, `FunctionCall(name, args, id)`: the leading fields of
-# these records may be given by position too. Only what the caller gave is passed on, so the
-# record's set fields (and what `exclude_unset` dumps) stay the caller's.
-_UNSET: Any = object()
-
-
-def _given(into: dict[str, Any], /, **fields: Any) -> dict[str, Any]:
-    for name, value in fields.items():
-        if value is not _UNSET:
-            into[name] = value
-    return into
-
-
 class Blob(_Data):
-    """Inline binary data (an image, audio...): `Blob(mime_type, data)`."""
+    """Inline binary data (an image, audio...)."""
 
     mime_type: str
     data: bytes
     display_name: str | None = None
-
-    def __init__(self, mime_type: str = _UNSET, data: bytes = _UNSET, **fields: Any) -> None:
-        super().__init__(**_given(fields, mime_type=mime_type, data=data))
 
 
 class FileData(_Data):
@@ -79,8 +62,7 @@ class PartialArg(_Data):
 
 
 class FunctionCall(_Data):
-    """A model's request to run a tool: `FunctionCall(name, args, id)`. `id` pairs it with its
-    `FunctionResponse`."""
+    """A model's request to run a tool. `id` pairs it with its `FunctionResponse`."""
 
     name: str
     args: dict[str, Any] = Field(default_factory=dict[str, Any])
@@ -89,32 +71,13 @@ class FunctionCall(_Data):
     partial_args: list[PartialArg] | None = None
     will_continue: bool | None = None
 
-    def __init__(
-        self,
-        name: str = _UNSET,
-        args: Mapping[str, Any] = _UNSET,
-        id: str | None = _UNSET,
-        **fields: Any,
-    ) -> None:
-        super().__init__(**_given(fields, name=name, args=args, id=id))
-
 
 class FunctionResponse(_Data):
-    """A tool's result, sent back to the model: `FunctionResponse(name, response, id)`. `id`
-    is the call's id."""
+    """A tool's result, sent back to the model. `id` is the call's id."""
 
     name: str
     response: dict[str, Any] = Field(default_factory=dict[str, Any])
     id: str | None = None
-
-    def __init__(
-        self,
-        name: str = _UNSET,
-        response: Mapping[str, Any] = _UNSET,
-        id: str | None = _UNSET,
-        **fields: Any,
-    ) -> None:
-        super().__init__(**_given(fields, name=name, response=response, id=id))
 
 
 class ExecutableCode(_Data):
@@ -154,13 +117,10 @@ class Part(_Data):
 
 
 class Content(_Data):
-    """A message: a role (`"user"` or `"model"`) and its parts: `Content(role, parts)`."""
+    """A message: a role (`"user"` or `"model"`) and its parts."""
 
     role: str = "user"
     parts: list[Part] = Field(default_factory=list[Part])
-
-    def __init__(self, role: str = _UNSET, parts: Sequence[Part] = _UNSET, **fields: Any) -> None:
-        super().__init__(**_given(fields, role=role, parts=parts))
 
     @classmethod
     def user(cls, text: str) -> Content:
