@@ -22,6 +22,8 @@ from rondo.server.limits import BodyLimit
 from rondo.server.state import ServerState
 
 if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
     from rondo.a2a import A2AApps
     from rondo.artifacts.base import BaseArtifactService
     from rondo.sessions.base import BaseSessionService
@@ -121,6 +123,9 @@ def create_app(
     # matching layer of its own, a hundred-odd Python calls on every request.
     for router in (adk_routes.router, native_routes.router, traces.router):
         app.router.routes.extend(router.routes)
+    # Starlette tries routes in order: the run routes and the session routes, which every run
+    # requests, go first. No other path overlaps theirs, so matching results are unchanged.
+    app.router.routes.sort(key=_match_rank)
     if a2a_apps is not None:
         app.mount("/a2a", a2a_apps)
     if web:
@@ -168,6 +173,17 @@ def _add_middleware(
             allow_headers=["*"],
         )
     app.add_middleware(RequestGuard, loopback_only=loopback_only, allowed_origins=allow_origins)
+
+
+_HOT_PATHS = ("/run_sse", "/run", "/run_lifecycle", "/apps/{app_name}/users/{user_id}/sessions")
+
+
+def _match_rank(route: BaseRoute) -> int:
+    path = getattr(route, "path", "")
+    for rank, prefix in enumerate(_HOT_PATHS):
+        if path == prefix or (rank == len(_HOT_PATHS) - 1 and path.startswith(prefix)):
+            return rank
+    return len(_HOT_PATHS)
 
 
 def _mount_ui(app: FastAPI) -> None:
