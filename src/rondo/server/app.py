@@ -175,15 +175,17 @@ def _add_middleware(
     app.add_middleware(RequestGuard, loopback_only=loopback_only, allowed_origins=allow_origins)
 
 
-_HOT_PATHS = ("/run_sse", "/run", "/run_lifecycle", "/apps/{app_name}/users/{user_id}/sessions")
+_RUN_PATHS = frozenset({"/run_sse", "/run", "/run_lifecycle"})
+_SESSION_PATHS = "/apps/{app_name}/users/{user_id}/sessions"
 
 
 def _match_rank(route: BaseRoute) -> int:
-    path = getattr(route, "path", "")
-    for rank, prefix in enumerate(_HOT_PATHS):
-        if path == prefix or (rank == len(_HOT_PATHS) - 1 and path.startswith(prefix)):
-            return rank
-    return len(_HOT_PATHS)
+    """0 for the run routes, 1 for the session routes, 2 for the rest (a stable sort keeps
+    each group's own order)."""
+    path: str = getattr(route, "path", "")
+    if path in _RUN_PATHS:
+        return 0
+    return 1 if path.startswith(_SESSION_PATHS) else 2
 
 
 def _mount_ui(app: FastAPI) -> None:
