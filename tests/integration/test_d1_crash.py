@@ -7,8 +7,6 @@ re-dispatched under its call id — on SQLite and on PostgreSQL.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from rondo.sessions.sql import SqlSessionService
 from rondo.testing import ScriptedModel
 from tests._stores import Backend, postgres_url, sql_backend
 from tests.integration._d1_crash_child import Ledger, build_runner, next_move
+from tests.integration._kill import kill_when
 
 __all__ = ["postgres_url", "sql_backend"]
 
@@ -37,27 +36,7 @@ def kill_at(
     if server:
         args.append(server["search_path"])
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
-    child = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env)
-    received: list[str] = []
-    try:
-        assert child.stdout is not None
-        for line in child.stdout:
-            if line.startswith("EVENT "):
-                received.append(line.split()[1])
-            elif line.startswith("STOPPED"):
-                break
-        else:
-            pytest.fail("the child ended before it reached the boundary")
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait(timeout=30)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        if child.stdout is not None:
-            child.stdout.close()
-    assert child.returncode == -signal.SIGKILL
-    return received
+    return kill_when(args, lambda line, _: line.startswith("STOPPED"), env)
 
 
 # (boundary, step): every step boundary of the run — two tool steps, then the answer.

@@ -6,9 +6,6 @@ the consumer had received is in the store — on SQLite and on PostgreSQL.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +13,7 @@ import pytest
 
 from rondo.sessions.sql import SqlSessionService
 from tests._stores import Backend, postgres_url, sql_backend
+from tests.integration._kill import kill_when
 
 __all__ = ["postgres_url", "sql_backend"]
 
@@ -30,25 +28,7 @@ def run_until_killed(backend: Backend, session_id: str, after: int) -> list[str]
     args = [sys.executable, str(CHILD), str(backend.url), session_id]
     if search_path:
         args.append(search_path["search_path"])
-    child = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
-    received: list[str] = []
-    try:
-        assert child.stdout is not None
-        for line in child.stdout:
-            if line.startswith("EVENT "):
-                received.append(line.split()[1])
-                if len(received) >= after:
-                    break
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait(timeout=30)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        if child.stdout is not None:
-            child.stdout.close()
-    assert child.returncode == -signal.SIGKILL, "the child ended before it was killed"
-    return received
+    return kill_when(args, lambda _, received: len(received) >= after)
 
 
 @pytest.mark.parametrize("after", [1, 25])
