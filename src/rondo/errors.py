@@ -56,6 +56,7 @@ __all__ = [
     "ConfigurationError",
     "ContentsError",
     "DuplicateAgentNameError",
+    "DurableReplayError",
     "FrozenRecordError",
     "InstructionError",
     "InvalidArtifactNameError",
@@ -264,6 +265,11 @@ class AgentCardError(RemoteAgentError):
 
 class RemoteAgentFailedError(RemoteAgentError):
     """The remote agent answered with an error, or its task failed, was canceled or rejected."""
+
+
+class DurableReplayError(RondoError):
+    """A durable engine handed back a recorded step where the session log says the call has
+    not happened: its record and the log disagree (SPEC D2)."""
 
 
 class InvalidStateValueError(RondoError, ValueError):

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["CompactionConfig", "RunConfig"]
+if TYPE_CHECKING:
+    from rondo.models.base import ModelResponse
+
+__all__ = ["CompactionConfig", "DurableSteps", "RunConfig"]
 
 DEFAULT_SUMMARY_INSTRUCTION = (
     "Summarize the conversation below for the assistant that will continue it. Keep every "
@@ -30,6 +34,23 @@ class CompactionConfig(BaseModel):
     instruction: str = DEFAULT_SUMMARY_INSTRUCTION
 
 
+@runtime_checkable
+class DurableSteps(Protocol):
+    """How a durable-execution engine records each model call and each tool call of a run as
+    a step of its own (SPEC D2). The engine sets `RunConfig.durable_steps`; the loop stays the
+    same — it hands the engine the model's response stream and the tool's run."""
+
+    def model_call(
+        self, agent: str, model: str, responses: AsyncIterator[ModelResponse]
+    ) -> AsyncIterator[ModelResponse]:
+        """The responses of one model call, passed through while the engine records it."""
+        ...
+
+    async def tool_call(self, tool: str, call_id: str, run: Callable[[], Awaitable[Any]]) -> Any:
+        """`await run()` (the tool itself, hooks excluded) as one recorded step."""
+        ...
+
+
 class RunConfig(BaseModel):
     """Settings for one invocation.
 
@@ -49,3 +70,5 @@ class RunConfig(BaseModel):
     model_timeout: float | None = Field(default=None, gt=0)
     # None (the default) never compacts (SPEC K).
     compaction: CompactionConfig | None = None
+    # D2: set by a durable engine (`rondo.durable.dbos`); None runs calls directly.
+    durable_steps: DurableSteps | None = None

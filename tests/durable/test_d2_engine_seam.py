@@ -96,3 +96,82 @@ async def test_d2_run_invocation_again_after_an_interruption_continues_from_the_
     session = await service.get_session(app_name="app", user_id="u", session_id="s")
     assert session is not None
     assert sum(1 for e in session.events if e.author == "user") == 1
+
+
+class RecordingSteps:
+    """A `DurableSteps` that records what the loop hands it, as an engine would."""
+
+    def __init__(self) -> None:
+        self.steps: list[str] = []
+        self.passed = 0
+
+    async def _stream(self, agent: str, responses: Any) -> Any:
+        self.steps.append(f"model:{agent}")
+        async for response in responses:
+            self.passed += 1
+            yield response
+
+    def model_call(self, agent: str, model: str, responses: Any) -> Any:
+        return self._stream(agent, responses)
+
+    async def tool_call(self, tool: str, call_id: str, run: Any) -> Any:
+        self.steps.append(f"tool:{tool}:{call_id}")
+        return await run()
+
+
+async def test_d2_every_model_call_and_tool_call_goes_through_the_engines_steps() -> None:
+    from rondo import RunConfig
+    from rondo.models.base import ModelResponse
+
+    service = InMemorySessionService()
+    runs: list[str] = []
+    steps = RecordingSteps()
+    calls = [FunctionCall(name="step", args={}, id=f"c-{n}") for n in (1, 2)]
+    stream = [
+        ModelResponse(content=Content.model("do"), partial=True),
+        ModelResponse(content=Content.model("done")),
+    ]
+    runner = runner_for(service, runs, [calls, stream])
+    config = RunConfig(durable_steps=steps, streaming_mode="sse")
+    events = [
+        e
+        async for e in runner.run_async(
+            user_id="u", session_id="s", new_message="go", run_config=config
+        )
+    ]
+    # Hooks stay workflow code; the tool's run and the model's stream (partials too) are steps.
+    assert steps.steps == ["model:agent", "tool:step:c-1", "tool:step:c-2", "model:agent"]
+    assert steps.passed == 3
+    assert [e.partial for e in events if e.author == "agent"][-2:] == [True, False]
+    assert runs == ["c-1", "c-2"]
+
+
+async def test_d2_a_tool_error_inside_a_step_is_still_an_error_response() -> None:
+    from rondo import RunConfig
+
+    def boom() -> str:
+        """Fails."""
+        raise RuntimeError("no luck")
+
+    service = InMemorySessionService()
+    steps = RecordingSteps()
+    runner = Runner(
+        agent=Agent(
+            name="agent",
+            model=ScriptedModel([FunctionCall(name="boom", args={}, id="c-9"), "sorry"]),
+            tools=[boom],
+        ),
+        app_name="app",
+        session_service=service,
+    )
+    config = RunConfig(durable_steps=steps)
+    events = [
+        e
+        async for e in runner.run_async(
+            user_id="u", session_id="s", new_message="go", run_config=config
+        )
+    ]
+    (response,) = [r for e in events for r in e.get_function_responses()]
+    assert response.response == {"error": "RuntimeError: no luck"}
+    assert "tool:boom:c-9" in steps.steps
+    assert events[-1].text == "sorry"

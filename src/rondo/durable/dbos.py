@@ -2,12 +2,16 @@
 
 An invocation runs as the DBOS workflow `rondo.invocation`, started from a DBOS queue that any
 number of worker processes consume; the DBOS system database lives on the same PostgreSQL as
-the sessions. The workflow's body is `run_invocation`: rondo's session log is the only history
-(model responses and tool results are stored there, not as DBOS step outputs), and DBOS adds
-the queue, the exactly-one dequeue, and recovery — a workflow whose worker died is PENDING;
-DBOS re-runs it (on a restart with the same executor id, or `recover` from any process), and
-the re-run continues from the log. Pin `application_version` in the DBOS config: recovery
-only picks up workflows of the version a process runs.
+the sessions. The workflow's body is `run_invocation`, and each model call
+(`rondo.model:AGENT`) and each tool call (`rondo.tool:TOOL`) is a DBOS step of it, started in
+call order. rondo's session log stays the only history: a step's recorded output is a marker
+(which model or tool, the call id), never the response or the result, which are stored in the log.
+DBOS adds the queue, the exactly-one dequeue, the steps' record and recovery — a workflow whose
+worker died is PENDING; DBOS re-runs it (on a restart with the same executor id, or `recover`
+from any process), the re-run first replays the recorded steps (DBOS returns their markers
+without running anything; a step cut short by the crash is recorded as `rondo.interrupted`)
+and then continues from the log. Pin `application_version` in the DBOS config: recovery only
+picks up workflows of the version a process runs.
 
     DBOS(config={"name": "app", "system_database_url": PG, "application_version": "1",
                  "executor_id": "worker-1"})
@@ -21,20 +25,33 @@ only picks up workflows of the version a process runs.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+import contextvars
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from rondo.durable.engine import DurableEngine, InvocationOutcome, run_invocation
-from rondo.errors import ConfigurationError
+from rondo.errors import ConfigurationError, DurableReplayError
+from rondo.run_config import RunConfig
 
 if TYPE_CHECKING:
+    from rondo.models.base import ModelResponse
     from rondo.runner import Runner
     from rondo.types import Content
 
-__all__ = ["WORKFLOW_NAME", "DbosEngine", "recover_with_client", "submit_with_client"]
+__all__ = [
+    "INTERRUPTED_STEP",
+    "WORKFLOW_NAME",
+    "DbosEngine",
+    "DbosSteps",
+    "recover_with_client",
+    "submit_with_client",
+]
 
 WORKFLOW_NAME = "rondo.invocation"
 DEFAULT_QUEUE = "rondo-invocations"
+# The record of a step whose worker died before it completed (the log says what it did).
+INTERRUPTED_STEP = "rondo.interrupted"
 
 
 def _dbos() -> Any:
@@ -60,6 +77,128 @@ def _new_key() -> str:
     return uuid.uuid4().hex
 
 
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+async def _noop() -> None:
+    return None
+
+
+class DbosSteps:
+    """`RunConfig.durable_steps` inside the workflow: each model call and tool call runs as a
+    DBOS step whose output is a marker. Outside a workflow DBOS runs the same code as a plain
+    call."""
+
+    def __init__(self, dbos: Any) -> None:
+        self._dbos = dbos.DBOS
+
+    def model_call(
+        self, agent: str, model: str, responses: AsyncIterator[ModelResponse]
+    ) -> AsyncIterator[ModelResponse]:
+        return self._model_stream(agent, model, responses)
+
+    async def _model_stream(
+        self, agent: str, model: str, responses: AsyncIterator[ModelResponse]
+    ) -> AsyncGenerator[ModelResponse, None]:
+        # The step drains the model in its own task; the loop sees every response (partials
+        # too) as it arrives, and the stream ends only once DBOS recorded the step.
+        queue: asyncio.Queue[ModelResponse] = asyncio.Queue()
+        failure: list[Exception] = []
+        ran: list[bool] = []
+
+        async def drain() -> dict[str, Any]:
+            ran.append(True)
+            marker: dict[str, Any] = {"agent": agent, "model": model, "responses": 0}
+            try:
+                async for response in responses:
+                    queue.put_nowait(response)
+                    marker["responses"] += 1
+            except Exception as exc:  # raised again in the loop, where on_model_error sees it
+                failure.append(exc)
+                marker["error"] = _error_text(exc)
+            return marker
+
+        step = asyncio.ensure_future(
+            self._dbos.run_step_async({"name": f"rondo.model:{agent}"}, drain)
+        )
+        getter: asyncio.Future[ModelResponse] | None = None
+        try:
+            while True:
+                if queue.empty():
+                    if step.done():
+                        break
+                    getter = asyncio.ensure_future(queue.get())
+                    await asyncio.wait({getter, step}, return_when=asyncio.FIRST_COMPLETED)
+                    if not getter.done():
+                        getter.cancel()
+                        continue
+                    response = getter.result()
+                else:
+                    response = queue.get_nowait()
+                yield response
+            step.result()  # a DBOS failure (its database) ends the call
+            if not ran:
+                raise DurableReplayError(_REPLAYED.format(step=f"rondo.model:{agent}"))
+            if failure:
+                raise failure[0]
+        finally:
+            if getter is not None and not getter.done():
+                getter.cancel()
+            if not step.done():
+                step.cancel()
+                await asyncio.gather(step, return_exceptions=True)
+            aclose = getattr(responses, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def tool_call(self, tool: str, call_id: str, run: Callable[[], Awaitable[Any]]) -> Any:
+        outcome: list[Any] = []
+
+        async def body() -> dict[str, Any]:
+            marker: dict[str, Any] = {"tool": tool, "call_id": call_id}
+            try:
+                outcome.append(await run())
+            except Exception as exc:  # raised again outside: the tool hooks decide (T3, T4)
+                outcome.append(exc)
+                marker["error"] = _error_text(exc)
+            return marker
+
+        await self._dbos.run_step_async({"name": f"rondo.tool:{tool}"}, body)
+        if not outcome:
+            raise DurableReplayError(_REPLAYED.format(step=f"rondo.tool:{tool}"))
+        if isinstance(outcome[0], Exception):
+            raise outcome[0]
+        return outcome[0]
+
+    async def replay_recorded(self, workflow_id: str) -> int:
+        """Before a re-run continues from the log: walk the steps an earlier attempt recorded,
+        in their order, so DBOS hands back their markers (nothing runs) and the new steps
+        follow them. Returns how many there were."""
+        steps = await asyncio.to_thread(
+            # Outside the workflow's context, or DBOS would record the listing as a step.
+            contextvars.Context().run,
+            self._dbos.list_workflow_steps,
+            workflow_id,
+            load_output=False,
+        )
+        names = {int(s["function_id"]): str(s["function_name"]) for s in steps}
+        for function_id in range(1, max(names, default=0) + 1):
+            # A recorded failure is raised again: replaying it is all that was wanted.
+            with contextlib.suppress(Exception):
+                await self._dbos.run_step_async(
+                    {"name": names.get(function_id, INTERRUPTED_STEP)}, _noop
+                )
+        return len(names)
+
+
+_REPLAYED = (
+    "DBOS replayed the step {step} instead of running it: the workflow's recorded steps and "
+    "the session log disagree (was the workflow's code changed under a pinned "
+    "application_version?)"
+)
+
+
 class DbosEngine(DurableEngine):
     """Registers the invocation workflow and its queue with DBOS; build it in every worker
     before `DBOS.launch()`. `make_runner` builds this process's Runner (called once per
@@ -69,6 +208,7 @@ class DbosEngine(DurableEngine):
         self,
         make_runner: Callable[[], Runner],
         *,
+        run_config: RunConfig | None = None,
         queue: str = DEFAULT_QUEUE,
         worker_concurrency: int | None = None,
         polling_interval_sec: float = 1.0,
@@ -82,6 +222,8 @@ class DbosEngine(DurableEngine):
             "polling_interval_sec": polling_interval_sec,
         }
         self.queue: Any = None
+        steps = DbosSteps(dbos)
+        config = (run_config or RunConfig()).model_copy(update={"durable_steps": steps})
 
         async def rondo_invocation(
             user_id: str, session_id: str, message: dict[str, Any] | None
@@ -89,12 +231,14 @@ class DbosEngine(DurableEngine):
             from rondo.types import Content
 
             key = dbos.DBOS.workflow_id
+            await steps.replay_recorded(key)
             outcome = await run_invocation(
                 self._runner(),
                 user_id=user_id,
                 session_id=session_id,
                 message=Content.model_validate(message) if message is not None else None,
                 key=key,
+                run_config=config,
             )
             return outcome.to_dict()
 
@@ -126,6 +270,12 @@ class DbosEngine(DurableEngine):
         dbos = _dbos()
         handle = dbos.DBOS.retrieve_workflow(key)
         result: dict[str, Any] = handle.get_result(polling_interval_sec=0.1)
+        return InvocationOutcome(**result)
+
+    async def outcome_async(self, key: str) -> InvocationOutcome:
+        """`outcome` without blocking the event loop."""
+        handle = await _dbos().DBOS.retrieve_workflow_async(key)
+        result: dict[str, Any] = await handle.get_result(polling_interval_sec=0.05)
         return InvocationOutcome(**result)
 
     def recover(self, executor_ids: list[str]) -> list[str]:

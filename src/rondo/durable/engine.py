@@ -19,6 +19,7 @@ from rondo.durable.resume import find_interrupted
 from rondo.events import Event
 
 if TYPE_CHECKING:
+    from rondo.run_config import RunConfig
     from rondo.runner import Runner
     from rondo.types import Content
 
@@ -52,7 +53,13 @@ def _ids(key: str) -> tuple[str, str, str]:
 
 
 async def run_invocation(
-    runner: Runner, *, user_id: str, session_id: str, message: Content | None, key: str
+    runner: Runner,
+    *,
+    user_id: str,
+    session_id: str,
+    message: Content | None,
+    key: str,
+    run_config: RunConfig | None = None,
 ) -> InvocationOutcome:
     """Run the invocation `key` to its end (or its pause) — or continue it, if an earlier
     attempt stored part of it. Idempotent: safe to call again after any crash."""
@@ -76,7 +83,9 @@ async def run_invocation(
         )
     point = find_interrupted(session.events)
     if point is not None and point.invocation_id == invocation_id:
-        async for _ in runner.run_async(user_id=user_id, session_id=session_id):
+        async for _ in runner.run_async(
+            user_id=user_id, session_id=session_id, run_config=run_config
+        ):
             pass
         session = await service.get_session(
             app_name=runner.app_name, user_id=user_id, session_id=session_id

@@ -114,7 +114,13 @@ async def _run_hooked(
             await tctx.mark_started()  # refused by the human: handled, the tool never ran
             return to_response(gated), None, "ran"
         await tctx.mark_started()
-        raw = await tool.run(args, tctx)
+        steps = ctx.run_config.durable_steps
+        if steps is None:
+            raw = await tool.run(args, tctx)
+        else:  # D2: the tool's own run is the engine's step; hooks are workflow code
+            raw = await steps.tool_call(
+                tool.name, tctx.function_call_id or "", lambda: tool.run(args, tctx)
+            )
         if raw is None and tool.is_long_running:
             return None, None, "delayed"
         return to_response(raw), None, "ran"

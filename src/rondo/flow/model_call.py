@@ -164,6 +164,9 @@ async def call_model(
     timeout = ctx.run_config.model_timeout
     deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
     responses = model.generate(request, stream=ctx.run_config.streaming_mode == "sse")
+    steps = ctx.run_config.durable_steps
+    if steps is not None:  # D2: the model call is the engine's step
+        responses = steps.model_call(agent.name, model.name, responses)
     try:
         while True:
             try:
