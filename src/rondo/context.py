@@ -369,6 +369,12 @@ class InvocationContext:
         """D1: this invocation continues an interrupted one from `point`."""
         self._shared.resume_point = point
 
+    def resume_target(self) -> str | None:
+        """D1: the name of the agent an interrupted invocation stopped in, until that agent
+        takes its resume point; workflow agents use it to start at the right sub-agent."""
+        point = self._shared.resume_point
+        return point.agent_name or None if point is not None else None
+
     def take_resume_point(self, agent_name: str) -> ResumePoint | None:
         """The resume point when `agent_name` is the agent that stopped there (once)."""
         shared = self._shared

@@ -475,6 +475,13 @@ class Runner:
         agent = self.agent.find_agent(point.agent_name) if point.agent_name else None
         if agent is None:
             agent = self._agent_to_run(session, point.user_content)
+        else:
+            from rondo.agents.workflow import LoopAgent, SequentialAgent
+
+            # The sequences and loops around it are re-entered at its position: once it is
+            # done, the sub-agents after it run, as they would have.
+            while isinstance(agent.parent_agent, SequentialAgent | LoopAgent):
+                agent = agent.parent_agent
         ctx = InvocationContext(
             app_name=self.app_name,
             user_id=user_id,
@@ -487,6 +494,8 @@ class Runner:
             root_agent=self.agent,
             run_config=run_config,
             user_content=point.user_content,
+            # A sub-agent of a parallel agent continues on its own branch.
+            branch=point.last.branch,
             artifact_service=self.artifact_service,
             memory_service=self.memory_service,
             observe=observe,

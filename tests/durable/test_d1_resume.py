@@ -336,3 +336,108 @@ async def test_d1_a_confirmation_not_yet_requested_is_requested_on_resume() -> N
     session = await service.get_session(app_name="app", user_id="u", session_id="s")
     assert session is not None
     assert [p.original_call_id for p in session.pending] == ["c-pay"]
+
+
+def pipeline(service: InMemorySessionService, ledger: Ledger, models: dict[str, Any]) -> Runner:
+    from rondo import SequentialAgent
+
+    return Runner(
+        agent=SequentialAgent(
+            name="pipeline",
+            sub_agents=[
+                Agent(name="first", model=models["first"], tools=[ledger.tool()]),
+                Agent(name="second", model=models["second"]),
+            ],
+        ),
+        app_name="app",
+        session_service=service,
+    )
+
+
+async def test_d1_resume_inside_a_sequence_continues_it_and_runs_the_agents_after() -> None:
+    service = InMemorySessionService()
+    ledger = Ledger()
+    first = ScriptedModel([FunctionCall(name="charge", args={"amount": 5}, id="call-1"), "paid"])
+    second = ScriptedModel(["receipt sent"])
+    runner = pipeline(service, ledger, {"first": first, "second": second})
+    seen = await run_until(runner, 1)  # the model's call is stored; the tool never ran
+    assert seen[0].get_function_calls()[0].id == "call-1"
+    assert ledger.runs == []
+    resumed = [e async for e in runner.run_async(user_id="u", session_id="s")]
+    # `first` continues where it stopped, then `second` runs, as in an uninterrupted run.
+    assert [(e.author, e.text) for e in resumed] == [
+        ("first", ""),
+        ("first", "paid"),
+        ("second", "receipt sent"),
+    ]
+    assert ledger.runs == ["call-1"]
+    assert first.calls == 2
+    assert second.calls == 1
+    assert {e.invocation_id for e in resumed} == {seen[0].invocation_id}
+
+
+async def test_d1_resume_in_a_later_agent_of_a_sequence_does_not_rerun_the_earlier_ones() -> None:
+    service = InMemorySessionService()
+    ledger = Ledger()
+    first = ScriptedModel(["planned"])
+    second_script: list[Any] = [FunctionCall(name="charge", args={"amount": 7}, id="call-2"), "ok"]
+    from rondo import SequentialAgent
+
+    second = ScriptedModel(second_script)
+    runner = Runner(
+        agent=SequentialAgent(
+            name="pipeline",
+            sub_agents=[
+                Agent(name="first", model=first),
+                Agent(name="second", model=second, tools=[ledger.tool()]),
+            ],
+        ),
+        app_name="app",
+        session_service=service,
+    )
+    seen = await run_until(runner, 2)  # first's answer, second's call; the tool never ran
+    assert [e.author for e in seen] == ["first", "second"]
+    resumed = [e async for e in runner.run_async(user_id="u", session_id="s")]
+    assert [(e.author, e.text) for e in resumed] == [("second", ""), ("second", "ok")]
+    assert first.calls == 1  # not run again
+    assert ledger.runs == ["call-2"]
+
+
+async def test_d1_resume_inside_a_loop_keeps_its_round_count() -> None:
+    from rondo import LoopAgent
+
+    service = InMemorySessionService()
+    ledger = Ledger()
+    # Each round: `work` charges, `check` answers. Two rounds at most.
+    work = ScriptedModel(
+        [
+            FunctionCall(name="charge", args={"amount": 1}, id="r1"),
+            "worked 1",
+            FunctionCall(name="charge", args={"amount": 2}, id="r2"),
+            "worked 2",
+        ]
+    )
+    check = ScriptedModel(["checked 1", "checked 2", "checked 3"])
+    runner = Runner(
+        agent=LoopAgent(
+            name="loop",
+            max_iterations=2,
+            sub_agents=[
+                Agent(name="work", model=work, tools=[ledger.tool()]),
+                Agent(name="check", model=check),
+            ],
+        ),
+        app_name="app",
+        session_service=service,
+    )
+    # Round 1 completes; round 2 stops after `work`'s call is stored.
+    seen = await run_until(runner, 5)
+    assert [e.text for e in seen][-2:] == ["checked 1", ""]
+    resumed = [e async for e in runner.run_async(user_id="u", session_id="s")]
+    assert [(e.author, e.text) for e in resumed] == [
+        ("work", ""),
+        ("work", "worked 2"),
+        ("check", "checked 2"),
+    ]  # round 2 finishes and the loop stops at max_iterations=2
+    assert ledger.runs == ["r1", "r2"]
+    assert check.calls == 2

@@ -15,11 +15,41 @@ if TYPE_CHECKING:
 __all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent"]
 
 
+def resume_start(agent: BaseAgent, ctx: InvocationContext) -> int:
+    """D1: the index of the sub-agent an interrupted invocation continues in (0 otherwise):
+    the sub-agents before it completed in this invocation and do not run again."""
+    target = ctx.resume_target()
+    if target is not None:
+        for index, sub in enumerate(agent.sub_agents):
+            if sub.find_agent(target) is not None:
+                return index
+    return 0
+
+
+def completed_rounds(agent: BaseAgent, ctx: InvocationContext) -> int:
+    """D1: how many rounds of a loop an interrupted invocation completed — the final
+    responses its last agent stored in this invocation (the last sub-agent, or inside a
+    sequence there, its last agent)."""
+    last = agent.sub_agents[-1]
+    while isinstance(last, SequentialAgent) and last.sub_agents:
+        last = last.sub_agents[-1]
+    names = {a.name for a in last.walk()}
+    invocation_id = ctx.invocation_id
+    rounds = 0
+    for event in reversed(ctx.session.events):
+        if event.invocation_id != invocation_id:
+            break
+        if event.author in names and not event.partial and event.is_final_response():
+            rounds += 1
+    return rounds
+
+
 class SequentialAgent(BaseAgent):
     """Runs its sub-agents one after another in the same invocation."""
 
     async def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
-        for sub in self.sub_agents:
+        subs = self.sub_agents
+        for sub in subs[resume_start(self, ctx) :]:
             async with aclosing(sub.run_async(ctx)) as items:
                 async for item in items:
                     yield item
@@ -67,10 +97,12 @@ class LoopAgent(BaseAgent):
     async def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
         from rondo.events import Event
 
-        iteration = 0
+        start = resume_start(self, ctx)
+        iteration = completed_rounds(self, ctx) if ctx.resume_target() is not None else 0
         while self.max_iterations is None or iteration < self.max_iterations:
             iteration += 1
-            for sub in self.sub_agents:
+            subs, start = self.sub_agents[start:], 0
+            for sub in subs:
                 escalated = False
                 async with aclosing(sub.run_async(ctx)) as items:
                     async for item in items:
