@@ -9,7 +9,7 @@
     │   └── MissingAPIKeyError                  a provider's API key is not set (names the variable)
     ├── InvalidMessageError (also TypeError)    `new_message` of a type rondo cannot send
     ├── ReadOnlyStateError (also TypeError)     a write to a read-only state view
-    ├── FrozenRecordError (also TypeError)      a change to the maps of a shared empty record
+    ├── FrozenRecordError (also TypeError)      a change to a list or map inside a record
     ├── LlmCallsLimitExceeded                   RunConfig.max_llm_calls reached
     ├── InstructionError (also KeyError)        a required `{placeholder}` has no value
     ├── ContentsError                           history that cannot be turned into a valid request
@@ -138,8 +138,9 @@ class InvalidMessageError(RondoError, TypeError):
 
 
 class FrozenRecordError(RondoError, TypeError):
-    """A change to the empty maps of `EventActions` many events share (records are frozen:
-    build a new one with `model_copy(update=...)`)."""
+    """A change to a list or map inside a record (`content.parts`, a call's `args`,
+    `actions.state_delta`, ...): records are frozen all the way to their containers (SPEC G1);
+    build a new one with `model_copy(update=...)`."""
 
 
 class ReadOnlyStateError(RondoError, TypeError):

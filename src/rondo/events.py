@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from rondo._frozen import ReadOnlyDict
 from rondo._ids import new_event_id
-from rondo.errors import FrozenRecordError
-from rondo.types import Content, FunctionCall, FunctionResponse, Part, Usage
+from rondo.types import Content, FrozenMap, FunctionCall, FunctionResponse, Part, Usage
+
+_EMPTY: dict[str, Any] = ReadOnlyDict()
+
+
+def _empty_map() -> dict[Any, Any]:
+    return _EMPTY
+
 
 __all__ = [
     "NO_ACTIONS",
@@ -60,14 +67,16 @@ class EventActions(BaseModel):
 
     model_config = _config
 
-    state_delta: dict[str, Any] = Field(default_factory=dict[str, Any])
-    artifact_delta: dict[str, int] = Field(default_factory=dict[str, int])
+    state_delta: FrozenMap = Field(default_factory=_empty_map)
+    artifact_delta: Annotated[dict[str, int], AfterValidator(ReadOnlyDict)] = Field(
+        default_factory=_empty_map
+    )
     transfer_to_agent: str | None = None
     escalate: bool | None = None
     skip_summarization: bool | None = None
-    requested_tool_confirmations: dict[str, ToolConfirmation] = Field(
-        default_factory=dict[str, ToolConfirmation]
-    )
+    requested_tool_confirmations: Annotated[
+        dict[str, ToolConfirmation], AfterValidator(ReadOnlyDict)
+    ] = Field(default_factory=_empty_map)
     compaction: EventCompaction | None = None
 
     def is_empty(self) -> bool:
@@ -82,28 +91,12 @@ class EventActions(BaseModel):
         )
 
 
-class _ReadOnlyDict(dict[Any, Any]):
-    """The empty maps of the shared `NO_ACTIONS`: frozen records keep plain dicts, and every
-    event without side effects shares this one object, so it must refuse changes (G1)."""
-
-    __slots__ = ()
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
-        raise FrozenRecordError(
-            "records are immutable and this empty EventActions is shared by many events; "
-            "build a new record: event.model_copy(update={'actions': EventActions(...)})"
-        )
-
-    __setitem__ = __delitem__ = pop = popitem = clear = __ior__ = _refuse
-    update = setdefault = _refuse  # pyright: ignore[reportAssignmentType]
-
-
 # The actions of every event that has none: one object for all (decoding a long history builds
 # no EventActions per event), whose maps refuse changes.
 NO_ACTIONS = EventActions.model_construct(
-    state_delta=_ReadOnlyDict(),
-    artifact_delta=_ReadOnlyDict(),
-    requested_tool_confirmations=_ReadOnlyDict(),
+    state_delta=ReadOnlyDict(),
+    artifact_delta=ReadOnlyDict(),
+    requested_tool_confirmations=ReadOnlyDict(),
 )
 
 
@@ -118,7 +111,7 @@ class PendingCall(BaseModel):
 
     call_id: str
     tool_name: str
-    args: dict[str, Any] = Field(default_factory=dict[str, Any])
+    args: FrozenMap = Field(default_factory=_empty_map)
     kind: Literal["confirmation", "long_running"] = "long_running"
     hint: str = ""
     run_id: str = ""
@@ -180,7 +173,7 @@ class Event(BaseModel):
     long_running_tool_ids: frozenset[str] = frozenset()
     input_transcription: str | None = None
     output_transcription: str | None = None
-    custom_metadata: dict[str, Any] | None = None
+    custom_metadata: FrozenMap | None = None
 
     def get_function_calls(self) -> list[FunctionCall]:
         content = self.content

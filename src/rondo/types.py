@@ -2,14 +2,18 @@
 
 These are frozen pydantic models (SPEC G1): they serialize to JSON losslessly (bytes as base64)
 and a changed record is a new record (`model_copy(update=...)`), so a store can share decoded
-records and no callback can change history in place.
+records and no callback can change history in place. Their lists and maps (`parts`, `args`,
+`response`) refuse changes too (`FrozenRecordError`); values nested inside a JSON value are the
+caller's to leave alone.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from rondo._frozen import ReadOnlyDict, ReadOnlyList
 
 __all__ = [
     "Blob",
@@ -23,6 +27,20 @@ __all__ = [
     "PartialArg",
     "Usage",
 ]
+
+
+# A record's lists and maps refuse changes (G1); empty ones are shared.
+_EMPTY_MAP: dict[str, Any] = ReadOnlyDict()
+_NO_PARTS: list[Any] = ReadOnlyList()
+FrozenMap = Annotated[dict[str, Any], AfterValidator(ReadOnlyDict)]
+
+
+def _empty_map() -> dict[str, Any]:
+    return _EMPTY_MAP
+
+
+def _no_parts() -> list[Any]:
+    return _NO_PARTS
 
 
 class _Data(BaseModel):
@@ -65,7 +83,7 @@ class FunctionCall(_Data):
     """A model's request to run a tool. `id` pairs it with its `FunctionResponse`."""
 
     name: str
-    args: dict[str, Any] = Field(default_factory=dict[str, Any])
+    args: FrozenMap = Field(default_factory=_empty_map)
     id: str | None = None
     # Streaming only: argument fragments and whether more fragments follow.
     partial_args: list[PartialArg] | None = None
@@ -76,7 +94,7 @@ class FunctionResponse(_Data):
     """A tool's result, sent back to the model. `id` is the call's id."""
 
     name: str
-    response: dict[str, Any] = Field(default_factory=dict[str, Any])
+    response: FrozenMap = Field(default_factory=_empty_map)
     id: str | None = None
 
 
@@ -120,7 +138,7 @@ class Content(_Data):
     """A message: a role (`"user"` or `"model"`) and its parts."""
 
     role: str = "user"
-    parts: list[Part] = Field(default_factory=list[Part])
+    parts: Annotated[list[Part], AfterValidator(ReadOnlyList)] = Field(default_factory=_no_parts)
 
     @classmethod
     def user(cls, text: str) -> Content:

@@ -78,6 +78,73 @@ def test_g1_records_are_frozen(record: BaseModel, field: str, value: Any) -> Non
     assert getattr(record, field) != value
 
 
+def _event_with_every_container() -> Event:
+    return Event(
+        author="a",
+        content=Content(
+            role="model",
+            parts=[
+                Part(text="hi"),
+                Part(function_call=FunctionCall(name="f", args={"x": 1}, id="c")),
+                Part(function_response=FunctionResponse(name="f", response={"ok": 1}, id="c")),
+            ],
+        ),
+        actions=EventActions(
+            state_delta={"k": 1},
+            artifact_delta={"a.txt": 0},
+            requested_tool_confirmations={"c": ToolConfirmation()},
+        ),
+        custom_metadata={"m": 1},
+    )
+
+
+CHANGES: list[tuple[str, Any]] = [
+    ("parts.append", lambda e: e.content.parts.append(Part(text="x"))),
+    ("parts[0] =", lambda e: e.content.parts.__setitem__(0, Part(text="x"))),
+    ("parts.clear", lambda e: e.content.parts.clear()),
+    ("args[k] =", lambda e: e.content.parts[1].function_call.args.__setitem__("y", 2)),
+    ("response.update", lambda e: e.content.parts[2].function_response.response.update(ok=2)),
+    ("state_delta[k] =", lambda e: e.actions.state_delta.__setitem__("k", 2)),
+    ("artifact_delta.pop", lambda e: e.actions.artifact_delta.pop("a.txt")),
+    ("confirmations.clear", lambda e: e.actions.requested_tool_confirmations.clear()),
+    ("custom_metadata del", lambda e: e.custom_metadata.__delitem__("m")),
+]
+
+
+@pytest.mark.parametrize(("what", "change"), CHANGES, ids=[c[0] for c in CHANGES])
+def test_g1_the_lists_and_maps_inside_records_refuse_changes(what: str, change: Any) -> None:
+    event = _event_with_every_container()
+    before = event.model_dump()
+    with pytest.raises(rondo.FrozenRecordError, match="immutable"):
+        change(event)
+    assert event.model_dump() == before
+
+
+def test_g1_frozen_containers_compare_copy_and_round_trip_like_plain_ones() -> None:
+    import copy
+    import pickle
+
+    event = _event_with_every_container()
+    assert event.content is not None
+    assert event.content.parts == list(event.content.parts)
+    assert event.actions.state_delta == {"k": 1}
+    for clone in (
+        copy.copy(event),
+        copy.deepcopy(event),
+        pickle.loads(pickle.dumps(event)),
+        Event.model_validate_json(event.model_dump_json()),
+    ):
+        assert clone == event
+    dumped = event.model_dump()
+    dumped["content"]["parts"].append({"text": "x"})  # a dump is the caller's own data
+    assert type(dumped["actions"]["state_delta"]) is dict
+    # Empty ones (the defaults) refuse changes too.
+    with pytest.raises(rondo.FrozenRecordError):
+        Content().parts.append(Part(text="x"))
+    with pytest.raises(rondo.FrozenRecordError):
+        FunctionCall(name="f").args["x"] = 1
+
+
 def test_g1_long_running_ids_are_a_frozenset() -> None:
     event = Event(author="a", long_running_tool_ids={"x"})  # pyright: ignore[reportArgumentType]
     assert event.long_running_tool_ids == frozenset({"x"})

@@ -108,6 +108,7 @@ EXACT_ROOT = [
     "Content",
     "ContentsError",
     "DuplicateAgentNameError",
+    "DurableReplayError",
     "Event",
     "EventActions",
     "FrozenRecordError",

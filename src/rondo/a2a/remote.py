@@ -35,6 +35,7 @@ from a2a.types import AgentCard, Message, Role, SendMessageRequest, StreamRespon
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, TransportProtocol
 from a2a.utils.errors import A2AError
 
+from rondo._frozen import ReadOnlyList
 from rondo.a2a._parts import to_a2a_parts
 from rondo.a2a._reader import ResponseReader, state_key
 from rondo.agents.base import BaseAgent, Item
@@ -222,7 +223,9 @@ class RemoteA2AAgent(BaseAgent):
         """The latest user message, in the remote context and (when it answers) task."""
         content = _latest_user_content(ctx)
         parts = to_a2a_parts(
-            content.model_copy(update={"parts": [p for p in content.parts if not p.thought]})
+            content.model_copy(
+                update={"parts": ReadOnlyList([p for p in content.parts if not p.thought])}
+            )
         )
         if not parts:
             raise RemoteAgentError(

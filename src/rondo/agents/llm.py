@@ -8,6 +8,7 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from rondo._callbacks import Callbacks, normalize_callbacks
+from rondo._frozen import ReadOnlyDict
 from rondo.agents.base import BaseAgent, Item
 from rondo.errors import ConfigurationError, InvalidCallbackError, OutputValidationError
 
@@ -219,7 +220,7 @@ class Agent(BaseAgent):
                 pass  # the run reports it (RunResult.error); the text is still saved
             else:
                 delta[f"{key}_parsed"] = self._output_adapter.dump_python(parsed, mode="json")
-        actions = event.actions.model_copy(update={"state_delta": delta})
+        actions = event.actions.model_copy(update={"state_delta": ReadOnlyDict(delta)})
         return event.model_copy(update={"actions": actions})
 
     # -- convenience entry points -----------------------------------------------------------

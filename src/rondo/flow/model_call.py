@@ -7,6 +7,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from rondo._callbacks import first_result
+from rondo._frozen import ReadOnlyList
 from rondo._ids import new_client_call_id
 from rondo._state_values import check_state_delta
 from rondo.errors import (
@@ -47,7 +48,9 @@ def populate_client_call_ids(response: ModelResponse) -> ModelResponse:
         else p
         for p in parts
     ]
-    return response.model_copy(update={"content": content.model_copy(update={"parts": fresh})})
+    return response.model_copy(
+        update={"content": content.model_copy(update={"parts": ReadOnlyList(fresh)})}
+    )
 
 
 def check_calls(response: ModelResponse, model: str) -> ModelResponse:

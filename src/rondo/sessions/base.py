@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, overload
 
+from rondo._frozen import ReadOnlyDict
 from rondo.errors import InvalidIdError
 from rondo.events import Event, PendingCall
 from rondo.types import FunctionCall
@@ -255,7 +256,7 @@ def strip_temp_state(event: Event) -> Event:
     if delta and any(k.startswith(TEMP_PREFIX) for k in delta):
         kept = {k: v for k, v in delta.items() if not k.startswith(TEMP_PREFIX)}
         return event.model_copy(
-            update={"actions": actions.model_copy(update={"state_delta": kept})}
+            update={"actions": actions.model_copy(update={"state_delta": ReadOnlyDict(kept)})}
         )
     return event
 
