@@ -25,12 +25,14 @@ require_module("fastapi", what="SERVER", install="pip install 'rondo-agents[serv
 from a2a.client import ClientConfig, create_client  # noqa: E402
 from a2a.types import (  # noqa: E402
     GetTaskRequest,
+    ListTasksRequest,
     Message,
     Part,
     Role,
     SendMessageRequest,
     TaskState,
 )
+from a2a.utils.errors import UnsupportedOperationError  # noqa: E402
 
 from rondo.server import create_app  # noqa: E402
 from tests._a2a import serve  # noqa: E402
@@ -180,3 +182,35 @@ async def _until_events(http: Any, user: str, sid: str, count: int) -> None:
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"the session never reached {count} events")
+
+
+@pytest.mark.postgres
+async def test_w5_an_a2a_task_run_on_one_replica_is_read_listed_and_closed_on_another(
+    two_replicas: tuple[str, str],
+) -> None:
+    """Tasks live in the sessions' PostgreSQL (the SDK's DatabaseTaskStore): no sticky
+    routing for A2A either. The task run on replica one is found, listed by its context and
+    refused a new message on replica two — and only within its app."""
+    one, two = two_replicas
+    sid, _ = _context()
+    task = await _ask(one, "count me", sid)
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    client = await create_client(f"{two}/a2a/tally", ClientConfig(streaming=False))
+    async with client:
+        again = await client.get_task(GetTaskRequest(id=task.id))
+        assert again.status.state == TaskState.TASK_STATE_COMPLETED
+        assert again.artifacts[0].parts[0].text == task.artifacts[0].parts[0].text
+        listed = await client.list_tasks(ListTasksRequest(context_id=sid))
+        assert [t.id for t in listed.tasks] == [task.id]
+        message = Message(
+            role=Role.ROLE_USER,
+            message_id=f"m-{uuid.uuid4().hex[:8]}",
+            context_id=sid,
+            task_id=task.id,
+            parts=[Part(text="more")],
+        )
+        with pytest.raises(UnsupportedOperationError, match="terminal state"):
+            _ = [r async for r in client.send_message(SendMessageRequest(message=message))]
+    other_app = await create_client(f"{two}/a2a/chat", ClientConfig(streaming=False))
+    async with other_app:
+        assert list((await other_app.list_tasks(ListTasksRequest(context_id=sid))).tasks) == []

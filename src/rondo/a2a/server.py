@@ -39,6 +39,7 @@ from rondo.errors import RondoError
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator
 
+    from rondo.a2a.task_store import SqlTaskStores
     from rondo.run_config import RunConfig
     from rondo.runner import Runner
 
@@ -170,11 +171,19 @@ class A2AApps:
     """Many apps over A2A: `/{name}` is the app `runner_for(name)` returns (built once).
 
     `runner_for` raises `LookupError` for an unknown app (404) and a `RondoError` for one
-    that cannot load (503). Other options are those of `A2AApp`.
+    that cannot load (503). `task_stores` keeps every app's tasks in a database (see
+    `rondo.a2a.task_store`; in memory without it). Other options are those of `A2AApp`.
     """
 
-    def __init__(self, runner_for: Callable[[str], Awaitable[Runner]], **options: Any) -> None:
+    def __init__(
+        self,
+        runner_for: Callable[[str], Awaitable[Runner]],
+        *,
+        task_stores: SqlTaskStores | None = None,
+        **options: Any,
+    ) -> None:
         self._runner_for = runner_for
+        self._task_stores = task_stores
         self._options = options
         self._apps: dict[str, A2AApp] = {}
         self._lock = asyncio.Lock()
@@ -187,7 +196,10 @@ class A2AApps:
         async with self._lock:
             found = self._apps.get(name)
             if found is None:
-                found = self._apps[name] = A2AApp(runner, **self._options)
+                options = dict(self._options)
+                if self._task_stores is not None:
+                    options["task_store"] = self._task_stores.for_app(name)
+                found = self._apps[name] = A2AApp(runner, **options)
         return found
 
     async def aclose(self) -> None:
@@ -195,6 +207,8 @@ class A2AApps:
         self._apps.clear()
         for app in apps:
             await app.aclose()
+        if self._task_stores is not None:
+            await self._task_stores.aclose()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":

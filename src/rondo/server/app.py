@@ -136,12 +136,18 @@ def create_app(
 
 def _a2a_apps(apps: AppRegistry, auth: TokenAuth | None, state: ServerState) -> A2AApps:
     """Every app over A2A; with tokens, a task and a context belong to the token's user. An
-    A2A run takes the run claim of the REST run routes (W5), so the two never interleave."""
+    A2A run takes the run claim of the REST run routes (W5), so the two never interleave.
+    Tasks live in the sessions' database when it is a SQL one, so every replica sees them."""
     from rondo.a2a import A2AApps
+    from rondo.a2a.task_store import task_stores_for
     from rondo.server.auth import caller
 
     return A2AApps(
-        apps.runner, user_for=caller, bearer_auth=auth is not None, claim=state.claims.take
+        apps.runner,
+        task_stores=task_stores_for(state.sessions),
+        user_for=caller,
+        bearer_auth=auth is not None,
+        claim=state.claims.take,
     )
 
 
