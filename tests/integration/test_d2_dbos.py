@@ -71,35 +71,45 @@ def wait_result(client: Any, key: str, seconds: float = 60) -> dict[str, Any]:
     pytest.fail("the workflow did not finish")
 
 
-async def test_d2_sigkilled_worker_run_is_completed_by_dbos_recovery_on_another_worker(
-    pg_cluster: PgCluster, tmp_path: Path
-) -> None:
+def kill_and_recover(
+    cluster: PgCluster, ledger: Path, *, session_id: str, successor: str, mode: str = ""
+) -> tuple[str, dict[str, Any], list[Any]]:
+    """Submit a run, SIGKILL worker w1 once it is inside a tool call, start `successor`; a
+    successor with another executor id gets the run by `recover_with_client` (the run is
+    PENDING until then), one named w1 by DBOS's own recovery at launch. Returns the run's
+    key, how it ended and its DBOS steps."""
     dbos = require_module("dbos", what="DBOS", install="pip install 'rondo-agents[dbos]'")
     from rondo.durable.dbos import recover_with_client, submit_with_client
 
-    first = Worker(pg_cluster, "w1", tmp_path, block=True)
+    first = Worker(cluster, "w1", ledger, block=True, mode=mode)
     second: Worker | None = None
     client: Any = None
     try:
         client = dbos.DBOSClient(
-            system_database_url=f"postgresql://postgres@127.0.0.1:{pg_cluster.port}/rondo_dbos"
+            system_database_url=f"postgresql://postgres@127.0.0.1:{cluster.port}/rondo_dbos"
         )
         key = submit_with_client(
-            client, user_id="u", session_id="s", message="go", app_version="rondo-d2-test-1"
+            client, user_id="u", session_id=session_id, message="go", app_version="rondo-d2-test-1"
         )
-        first.wait_for("STOPPED")  # w1 dequeued the run and is inside its first tool call
+        first.wait_for("STOPPED")  # w1 dequeued the run and is inside a tool call
         first.kill()
-        second = Worker(pg_cluster, "w2", tmp_path, block=False)
-        assert client.retrieve_workflow(key).get_status().status == "PENDING"
-        assert recover_with_client(client, ["w1"]) == [key]
-        done = wait_result(client, key)
-        steps = client.list_workflow_steps(key)
+        second = Worker(cluster, successor, ledger, block=False, mode=mode)
+        if successor != "w1":
+            assert client.retrieve_workflow(key).get_status().status == "PENDING"
+            assert recover_with_client(client, ["w1"]) == [key]
+        return key, wait_result(client, key), client.list_workflow_steps(key)
     finally:
         first.stop()
         if second is not None:
             second.stop()
         if client is not None:
             client.destroy()
+
+
+async def test_d2_sigkilled_worker_run_is_completed_by_dbos_recovery_on_another_worker(
+    pg_cluster: PgCluster, tmp_path: Path
+) -> None:
+    key, done, steps = kill_and_recover(pg_cluster, tmp_path, session_id="s", successor="w2")
 
     assert done["executor"] == "w2"
     assert done["output"]["text"] == "done"
@@ -140,29 +150,7 @@ async def test_d2_a_worker_restarted_with_its_executor_id_recovers_its_runs(
 ) -> None:
     """DBOS's own recovery: a process that launches with the dead worker's executor id and the
     same application version picks its PENDING runs up; rondo continues them from the log."""
-    dbos = require_module("dbos", what="DBOS", install="pip install 'rondo-agents[dbos]'")
-    from rondo.durable.dbos import submit_with_client
-
-    first = Worker(pg_cluster, "w1", tmp_path, block=True)
-    again: Worker | None = None
-    client: Any = None
-    try:
-        client = dbos.DBOSClient(
-            system_database_url=f"postgresql://postgres@127.0.0.1:{pg_cluster.port}/rondo_dbos"
-        )
-        key = submit_with_client(
-            client, user_id="u", session_id="s", message="go", app_version="rondo-d2-test-1"
-        )
-        first.wait_for("STOPPED")
-        first.kill()
-        again = Worker(pg_cluster, "w1", tmp_path, block=False)
-        done = wait_result(client, key)
-    finally:
-        first.stop()
-        if again is not None:
-            again.stop()
-        if client is not None:
-            client.destroy()
+    _, done, _ = kill_and_recover(pg_cluster, tmp_path, session_id="s", successor="w1")
     assert done["output"]["text"] == "done"
     ledger = Ledger(tmp_path)
     assert len(ledger.runs()) == 3  # the in-flight call twice (same id), the next once
@@ -176,32 +164,11 @@ async def test_d2_parallel_tool_calls_are_steps_in_call_order_and_a_cut_step_is_
     in. w1 dies while `a` runs after `b` and `c` returned: the recovery records `a`'s step as
     interrupted and runs the three calls again under their ids (their merged record was not
     stored); the model is not called again."""
-    dbos = require_module("dbos", what="DBOS", install="pip install 'rondo-agents[dbos]'")
-    from rondo.durable.dbos import INTERRUPTED_STEP, recover_with_client, submit_with_client
+    from rondo.durable.dbos import INTERRUPTED_STEP
 
-    first = Worker(pg_cluster, "w1", tmp_path, block=True, mode="parallel")
-    second: Worker | None = None
-    client: Any = None
-    try:
-        client = dbos.DBOSClient(
-            system_database_url=f"postgresql://postgres@127.0.0.1:{pg_cluster.port}/rondo_dbos"
-        )
-        key = submit_with_client(
-            client, user_id="u", session_id="p", message="go", app_version="rondo-d2-test-1"
-        )
-        first.wait_for("STOPPED")
-        first.kill()
-        second = Worker(pg_cluster, "w2", tmp_path, block=False, mode="parallel")
-        assert recover_with_client(client, ["w1"]) == [key]
-        done = wait_result(client, key)
-        steps = client.list_workflow_steps(key)
-    finally:
-        first.stop()
-        if second is not None:
-            second.stop()
-        if client is not None:
-            client.destroy()
-
+    _, done, steps = kill_and_recover(
+        pg_cluster, tmp_path, session_id="p", successor="w2", mode="parallel"
+    )
     assert done["output"]["text"] == "done"
     assert [(s["function_id"], s["function_name"]) for s in steps] == [
         (1, "rondo.model:agent"),
