@@ -71,6 +71,16 @@ def wait_result(client: Any, key: str, seconds: float = 60) -> dict[str, Any]:
     pytest.fail("the workflow did not finish")
 
 
+async def stored_events(cluster: PgCluster, session_id: str) -> list[Any]:
+    service = SqlSessionService(cluster.url)
+    try:
+        session = await service.get_session(app_name="crash", user_id="u", session_id=session_id)
+    finally:
+        await service.close()
+    assert session is not None
+    return list(session.events)
+
+
 def kill_and_recover(
     cluster: PgCluster, ledger: Path, *, session_id: str, successor: str, mode: str = ""
 ) -> tuple[str, dict[str, Any], list[Any]]:
@@ -116,13 +126,7 @@ async def test_d2_sigkilled_worker_run_is_completed_by_dbos_recovery_on_another_
     assert done["output"]["run_id"] == f"run-{key}"
     # rondo's log is the history: one invocation, nothing repeated, the in-flight call
     # re-run under its own id so its keyed effect happened once.
-    service = SqlSessionService(pg_cluster.url)
-    try:
-        session = await service.get_session(app_name="crash", user_id="u", session_id="s")
-    finally:
-        await service.close()
-    assert session is not None
-    events = list(session.events)
+    events = await stored_events(pg_cluster, "s")
     assert [e.author for e in events] == ["user", *["agent"] * 5]
     assert {e.invocation_id for e in events} == {f"inv-{key}"}
     calls = [c.id for e in events for c in e.get_function_calls()]
@@ -180,13 +184,7 @@ async def test_d2_parallel_tool_calls_are_steps_in_call_order_and_a_cut_step_is_
         (7, "rondo.tool:c"),
         (8, "rondo.model:agent"),
     ]
-    service = SqlSessionService(pg_cluster.url)
-    try:
-        session = await service.get_session(app_name="crash", user_id="u", session_id="p")
-    finally:
-        await service.close()
-    assert session is not None
-    calls = [c.id for e in session.events for c in e.get_function_calls()]
+    calls = [c.id for e in await stored_events(pg_cluster, "p") for c in e.get_function_calls()]
     assert [s["output"]["call_id"] for s in steps[4:7]] == calls
     ledger = Ledger(tmp_path)
     runs = ledger.runs()  # concurrent: the step ids fix the order, not the start times
