@@ -373,7 +373,7 @@ class InvocationContext:
         """D1: the name of the agent an interrupted invocation stopped in, until that agent
         takes its resume point; workflow agents use it to start at the right sub-agent."""
         point = self._shared.resume_point
-        return point.agent_name or None if point is not None else None
+        return (point.agent_name or None) if point is not None else None
 
     def take_resume_point(self, agent_name: str) -> ResumePoint | None:
         """The resume point when `agent_name` is the agent that stopped there (once)."""

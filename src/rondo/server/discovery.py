@@ -12,6 +12,7 @@ import asyncio
 import importlib.util
 import logging
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -158,19 +159,30 @@ def _load_root_agent(folder: Path) -> BaseAgent:
     return agent
 
 
+# Servers in one process (tests, an embedding app) may load apps from their own threads: one
+# app import at a time, or one would drop the modules another is importing.
+_import_lock = threading.Lock()
+
+
 def _import_app(folder: Path) -> ModuleType:
     """Import the app folder as a package under a private name, then its `agent` module.
 
     A private name keeps a folder called e.g. `json` from shadowing the standard library;
     loading it as a package lets its files import each other relatively.
     """
+    with _import_lock:
+        return _import_app_locked(folder)
+
+
+def _import_app_locked(folder: Path) -> ModuleType:
     package = f"_rondo_app_{folder.name}"
     # As with ADK, an app may import AGENTS_DIR's other folders (`from chat import tools`);
     # as with `rondo run`, it may import its own sibling files (`import helpers`).
     for entry in (str(folder.parent), str(folder)):
         if entry not in sys.path:
             sys.path.insert(0, entry)
-    for key in [k for k in sys.modules if k == package or k.startswith(f"{package}.")]:
+    # A copy first: another thread's import may add modules meanwhile.
+    for key in [k for k in list(sys.modules) if k == package or k.startswith(f"{package}.")]:
         del sys.modules[key]  # a fresh load, after a failed one or in a test run
     init = folder / "__init__.py"
     spec = importlib.util.spec_from_file_location(
