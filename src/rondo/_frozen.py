@@ -14,23 +14,23 @@ from typing import Any, NoReturn, TypeVar
 
 from rondo.errors import FrozenRecordError
 
-__all__ = ["ReadOnlyDict", "ReadOnlyList"]
+__all__ = ["ReadOnlyDict", "ReadOnlyList", "empty_list", "empty_map"]
 
 T = TypeVar("T")
 
-_HINT = (
-    "records are immutable (SPEC G1): build a new one, e.g. "
-    "record.model_copy(update={{{field!r}: ...}}) with a new {kind}"
-)
+
+def _refuse(*args: Any, **kwargs: Any) -> NoReturn:
+    """Every changing method of both containers."""
+    raise FrozenRecordError(
+        "records are immutable (SPEC G1): build a new one with "
+        "record.model_copy(update={field: new_value})"
+    )
 
 
 class ReadOnlyList(list[T]):
     """A list that refuses changes."""
 
     __slots__ = ()
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise FrozenRecordError(_HINT.format(field="parts", kind="list"))
 
     append = extend = insert = remove = pop = clear = sort = reverse = _refuse  # pyright: ignore[reportAssignmentType]
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # pyright: ignore[reportAssignmentType]
@@ -45,11 +45,23 @@ class ReadOnlyDict(dict[Any, Any]):
 
     __slots__ = ()
 
-    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise FrozenRecordError(_HINT.format(field="...", kind="dict"))
-
     __setitem__ = __delitem__ = pop = popitem = clear = __ior__ = _refuse  # pyright: ignore[reportAssignmentType]
     update = setdefault = _refuse  # pyright: ignore[reportAssignmentType]
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (dict(self),))
+
+
+# The shared empty containers: record fields default to them (nothing to copy per record).
+_EMPTY_MAP: dict[Any, Any] = ReadOnlyDict()
+_EMPTY_LIST: list[Any] = ReadOnlyList()
+
+
+def empty_map() -> dict[Any, Any]:
+    """The shared empty read-only map (a `default_factory`)."""
+    return _EMPTY_MAP
+
+
+def empty_list() -> list[Any]:
+    """The shared empty read-only list (a `default_factory`)."""
+    return _EMPTY_LIST

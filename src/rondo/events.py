@@ -7,16 +7,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from rondo._frozen import ReadOnlyDict
+from rondo._frozen import ReadOnlyDict, empty_map
 from rondo._ids import new_event_id
 from rondo.types import Content, FrozenMap, FunctionCall, FunctionResponse, Part, Usage
-
-_EMPTY: dict[str, Any] = ReadOnlyDict()
-
-
-def _empty_map() -> dict[Any, Any]:
-    return _EMPTY
-
 
 __all__ = [
     "NO_ACTIONS",
@@ -67,16 +60,16 @@ class EventActions(BaseModel):
 
     model_config = _config
 
-    state_delta: FrozenMap = Field(default_factory=_empty_map)
+    state_delta: FrozenMap = Field(default_factory=empty_map)
     artifact_delta: Annotated[dict[str, int], AfterValidator(ReadOnlyDict)] = Field(
-        default_factory=_empty_map
+        default_factory=empty_map
     )
     transfer_to_agent: str | None = None
     escalate: bool | None = None
     skip_summarization: bool | None = None
     requested_tool_confirmations: Annotated[
         dict[str, ToolConfirmation], AfterValidator(ReadOnlyDict)
-    ] = Field(default_factory=_empty_map)
+    ] = Field(default_factory=empty_map)
     compaction: EventCompaction | None = None
 
     def is_empty(self) -> bool:
@@ -111,7 +104,7 @@ class PendingCall(BaseModel):
 
     call_id: str
     tool_name: str
-    args: FrozenMap = Field(default_factory=_empty_map)
+    args: FrozenMap = Field(default_factory=empty_map)
     kind: Literal["confirmation", "long_running"] = "long_running"
     hint: str = ""
     run_id: str = ""

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from rondo._frozen import ReadOnlyDict, ReadOnlyList
+from rondo._frozen import ReadOnlyDict, ReadOnlyList, empty_list, empty_map
 
 __all__ = [
     "Blob",
@@ -30,17 +30,7 @@ __all__ = [
 
 
 # A record's lists and maps refuse changes (G1); empty ones are shared.
-_EMPTY_MAP: dict[str, Any] = ReadOnlyDict()
-_NO_PARTS: list[Any] = ReadOnlyList()
 FrozenMap = Annotated[dict[str, Any], AfterValidator(ReadOnlyDict)]
-
-
-def _empty_map() -> dict[str, Any]:
-    return _EMPTY_MAP
-
-
-def _no_parts() -> list[Any]:
-    return _NO_PARTS
 
 
 class _Data(BaseModel):
@@ -83,7 +73,7 @@ class FunctionCall(_Data):
     """A model's request to run a tool. `id` pairs it with its `FunctionResponse`."""
 
     name: str
-    args: FrozenMap = Field(default_factory=_empty_map)
+    args: FrozenMap = Field(default_factory=empty_map)
     id: str | None = None
     # Streaming only: argument fragments and whether more fragments follow.
     partial_args: list[PartialArg] | None = None
@@ -94,7 +84,7 @@ class FunctionResponse(_Data):
     """A tool's result, sent back to the model. `id` is the call's id."""
 
     name: str
-    response: FrozenMap = Field(default_factory=_empty_map)
+    response: FrozenMap = Field(default_factory=empty_map)
     id: str | None = None
 
 
@@ -138,7 +128,7 @@ class Content(_Data):
     """A message: a role (`"user"` or `"model"`) and its parts."""
 
     role: str = "user"
-    parts: Annotated[list[Part], AfterValidator(ReadOnlyList)] = Field(default_factory=_no_parts)
+    parts: Annotated[list[Part], AfterValidator(ReadOnlyList)] = Field(default_factory=empty_list)
 
     @classmethod
     def user(cls, text: str) -> Content:
