@@ -338,15 +338,22 @@ async def test_d1_a_confirmation_not_yet_requested_is_requested_on_resume() -> N
     assert [p.original_call_id for p in session.pending] == ["c-pay"]
 
 
-def pipeline(service: InMemorySessionService, ledger: Ledger, models: dict[str, Any]) -> Runner:
+def pipeline(
+    service: InMemorySessionService, ledger: Ledger, first: Any, second: Any, *, charging: str
+) -> Runner:
+    """A sequence `first` → `second`; the agent named `charging` has the ledger's tool."""
     from rondo import SequentialAgent
 
     return Runner(
         agent=SequentialAgent(
             name="pipeline",
             sub_agents=[
-                Agent(name="first", model=models["first"], tools=[ledger.tool()]),
-                Agent(name="second", model=models["second"]),
+                Agent(
+                    name=name,
+                    model=model,
+                    tools=[ledger.tool()] if name == charging else [],
+                )
+                for name, model in (("first", first), ("second", second))
             ],
         ),
         app_name="app",
@@ -359,7 +366,7 @@ async def test_d1_resume_inside_a_sequence_continues_it_and_runs_the_agents_afte
     ledger = Ledger()
     first = ScriptedModel([FunctionCall(name="charge", args={"amount": 5}, id="call-1"), "paid"])
     second = ScriptedModel(["receipt sent"])
-    runner = pipeline(service, ledger, {"first": first, "second": second})
+    runner = pipeline(service, ledger, first, second, charging="first")
     seen = await run_until(runner, 1)  # the model's call is stored; the tool never ran
     assert seen[0].get_function_calls()[0].id == "call-1"
     assert ledger.runs == []
@@ -380,21 +387,8 @@ async def test_d1_resume_in_a_later_agent_of_a_sequence_does_not_rerun_the_earli
     service = InMemorySessionService()
     ledger = Ledger()
     first = ScriptedModel(["planned"])
-    second_script: list[Any] = [FunctionCall(name="charge", args={"amount": 7}, id="call-2"), "ok"]
-    from rondo import SequentialAgent
-
-    second = ScriptedModel(second_script)
-    runner = Runner(
-        agent=SequentialAgent(
-            name="pipeline",
-            sub_agents=[
-                Agent(name="first", model=first),
-                Agent(name="second", model=second, tools=[ledger.tool()]),
-            ],
-        ),
-        app_name="app",
-        session_service=service,
-    )
+    second = ScriptedModel([FunctionCall(name="charge", args={"amount": 7}, id="call-2"), "ok"])
+    runner = pipeline(service, ledger, first, second, charging="second")
     seen = await run_until(runner, 2)  # first's answer, second's call; the tool never ran
     assert [e.author for e in seen] == ["first", "second"]
     resumed = [e async for e in runner.run_async(user_id="u", session_id="s")]
