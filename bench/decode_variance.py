@@ -19,6 +19,9 @@ import time
 
 
 def _payloads(count: int) -> list[str]:
+    """The stored history `sessions.py --long` fills (its texts, authors, alternation)."""
+    from sessions import USER, history_text
+
     from rondo.events import Event
     from rondo.sessions.sql import (
         _encode_event,  # pyright: ignore[reportPrivateUsage]
@@ -27,13 +30,9 @@ def _payloads(count: int) -> list[str]:
 
     return [
         _encode_event(
-            Event(
-                author="user" if i % 2 == 0 else "bench_agent",
-                content=Content.user(f"user message number {i}")
-                if i % 2 == 0
-                else Content.model(f"model answer number {i}"),
-                invocation_id=f"e-{i // 2}",
-            )
+            Event(author=USER, content=Content.user(history_text(i)))
+            if i % 2 == 0
+            else Event(author="bench_agent", content=Content.model(history_text(i)))
         )
         for i in range(count)
     ]
