@@ -216,7 +216,7 @@ class Demand:
 class _Shared:
     """Per-invocation counters shared by every agent's context in that invocation."""
 
-    __slots__ = ("demand", "llm_calls", "resume_point", "temp_state")
+    __slots__ = ("continue_in", "demand", "llm_calls", "resume_point", "temp_state")
 
     def __init__(self, demand: Demand | None) -> None:
         self.llm_calls = 0
@@ -224,6 +224,8 @@ class _Shared:
         self.demand = demand if demand is not None else Demand()
         # D1: where an interrupted invocation stopped, until the agent that resumes takes it.
         self.resume_point: ResumePoint | None = None
+        # H3: the agent a paused run continues in, until the workflow around it starts it.
+        self.continue_in: str | None = None
 
 
 class _EndFlag:
@@ -369,11 +371,27 @@ class InvocationContext:
         """D1: this invocation continues an interrupted one from `point`."""
         self._shared.resume_point = point
 
+    def continue_in(self, agent_name: str) -> None:
+        """H3: this invocation continues a paused run in `agent_name` (the agent whose calls
+        the message answers); the workflow agents around it start there."""
+        self._shared.continue_in = agent_name
+
     def resume_target(self) -> str | None:
-        """D1: the name of the agent an interrupted invocation stopped in, until that agent
-        takes its resume point; workflow agents use it to start at the right sub-agent."""
-        point = self._shared.resume_point
-        return (point.agent_name or None) if point is not None else None
+        """The agent this invocation continues in — where an interrupted invocation stopped
+        (D1, until that agent takes its resume point) or the agent a paused run waits on (H3,
+        until the workflow around it starts it); workflow agents start at the sub-agent
+        holding it."""
+        shared = self._shared
+        point = shared.resume_point
+        if point is not None:
+            return point.agent_name or None
+        return shared.continue_in
+
+    def reached(self, agent_name: str) -> None:
+        """A workflow agent starts `agent_name`, the agent a paused run continues in: later
+        rounds and sub-workflows start from their beginning again."""
+        if self._shared.continue_in == agent_name:
+            self._shared.continue_in = None
 
     def take_resume_point(self, agent_name: str) -> ResumePoint | None:
         """The resume point when `agent_name` is the agent that stopped there (once)."""

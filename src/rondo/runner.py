@@ -425,6 +425,16 @@ class Runner:
             # agent that was running, no new user event.
             return self._resume_context(user_id, session, point, run_config, observe, demand), True
         run_id, resumed = self._run_id_for(session, message)
+        agent = self._agent_to_run(session, message)
+        continue_in = None
+        if resumed and agent is not self.agent:
+            from rondo.agents.workflow import enclosing_workflow
+
+            # H3: the paused run continues in the agent that made the answered calls, inside
+            # the workflow agents around it, so the agents after it run once it is done.
+            outer, _ = enclosing_workflow(agent, "")
+            if outer is not agent:
+                continue_in, agent = agent.name, outer
         ctx = InvocationContext(
             app_name=self.app_name,
             user_id=user_id,
@@ -433,7 +443,7 @@ class Runner:
             plugins=self.plugin_manager,
             invocation_id=new_invocation_id(),
             run_id=run_id,
-            agent=self._agent_to_run(session, message),
+            agent=agent,
             root_agent=self.agent,
             run_config=run_config,
             user_content=message,
@@ -442,6 +452,8 @@ class Runner:
             observe=observe,
             demand=demand,
         )
+        if continue_in is not None:
+            ctx.continue_in(continue_in)
         if message is None and not state_delta:
             return ctx, resumed
         plugins = self.plugin_manager
@@ -472,16 +484,14 @@ class Runner:
         from rondo._ids import new_run_id
         from rondo.context import InvocationContext
 
+        branch = point.last.branch  # a sub-agent of a parallel agent continues on its own
         agent = self.agent.find_agent(point.agent_name) if point.agent_name else None
         if agent is None:
             agent = self._agent_to_run(session, point.user_content)
         else:
-            from rondo.agents.workflow import LoopAgent, SequentialAgent
+            from rondo.agents.workflow import enclosing_workflow
 
-            # The sequences and loops around it are re-entered at its position: once it is
-            # done, the sub-agents after it run, as they would have.
-            while isinstance(agent.parent_agent, SequentialAgent | LoopAgent):
-                agent = agent.parent_agent
+            agent, branch = enclosing_workflow(agent, branch)
         ctx = InvocationContext(
             app_name=self.app_name,
             user_id=user_id,
@@ -494,8 +504,7 @@ class Runner:
             root_agent=self.agent,
             run_config=run_config,
             user_content=point.user_content,
-            # A sub-agent of a parallel agent continues on its own branch.
-            branch=point.last.branch,
+            branch=branch,
             artifact_service=self.artifact_service,
             memory_service=self.memory_service,
             observe=observe,
@@ -578,8 +587,12 @@ class Runner:
         that answered last, when it may hand control back by transfer; otherwise the root."""
         root = self.agent
         events = session.events
-        if message is not None:
-            call_ids = {p.function_response.id for p in message.parts if p.function_response}
+        # The answers: the message's, or those other code stored as the latest event.
+        answers = message
+        if answers is None and events and events[-1].author == "user":
+            answers = events[-1].content
+        if answers is not None:
+            call_ids = {p.function_response.id for p in answers.parts if p.function_response}
             call_ids.discard(None)
             if call_ids:
                 for event in reversed(events):

@@ -16,32 +16,71 @@ __all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent"]
 
 
 def resume_start(agent: BaseAgent, ctx: InvocationContext) -> int:
-    """D1: the index of the sub-agent an interrupted invocation continues in (0 otherwise):
-    the sub-agents before it completed in this invocation and do not run again."""
+    """The index of the sub-agent this invocation continues in (0 otherwise): where an
+    interrupted invocation stopped (D1) or the agent a paused run waits on (H3). The
+    sub-agents before it completed and do not run again."""
     target = ctx.resume_target()
     if target is not None:
         for index, sub in enumerate(agent.sub_agents):
             if sub.find_agent(target) is not None:
+                if sub.name == target:
+                    ctx.reached(target)
                 return index
     return 0
 
 
 def completed_rounds(agent: BaseAgent, ctx: InvocationContext) -> int:
-    """D1: how many rounds of a loop an interrupted invocation completed — the final
-    responses its last agent stored in this invocation (the last sub-agent, or inside a
-    sequence there, its last agent)."""
+    """How many rounds of a loop the run being continued completed — the final responses
+    its last agent stored in this invocation or, when it continues a paused run (H3), in
+    that run (the last sub-agent, or inside a sequence there, its last agent). A pause (a
+    confirmation request, a long-running call) is not the end of a round."""
     last = agent.sub_agents[-1]
     while isinstance(last, SequentialAgent) and last.sub_agents:
         last = last.sub_agents[-1]
     names = {a.name for a in last.walk()}
-    invocation_id = ctx.invocation_id
+    invocation_id, run_id = ctx.invocation_id, ctx.run_id
     rounds = 0
     for event in reversed(ctx.session.events):
-        if event.invocation_id != invocation_id:
+        if event.invocation_id != invocation_id and (not run_id or event.run_id != run_id):
             break
-        if event.author in names and not event.partial and event.is_final_response():
+        if (
+            event.author in names
+            and not event.partial
+            and not event.long_running_tool_ids
+            and not event.actions.requested_tool_confirmations
+            and event.is_final_response()
+        ):
             rounds += 1
     return rounds
+
+
+def paused(ctx: InvocationContext) -> bool:
+    """H3: a call of this run waits on an answer (a confirmation or a long-running
+    tool): the run is paused, and the workflow around the agent stops there — the agents
+    after it run once the answer continues the run."""
+    run_id, invocation_id = ctx.run_id, ctx.invocation_id
+    for call in ctx.session.pending:
+        if (call.run_id == run_id) if run_id else (call.invocation_id == invocation_id):
+            return True
+    return False
+
+
+def enclosing_workflow(agent: BaseAgent, branch: str) -> tuple[BaseAgent, str]:
+    """The outermost sequence, loop or parallel agent around `agent` and its branch: a run
+    continued in `agent` re-enters them at its position, so that once `agent` is done the
+    agents after it run, as they would have."""
+    while isinstance(agent.parent_agent, SequentialAgent | LoopAgent | ParallelAgent):
+        parent = agent.parent_agent
+        if isinstance(parent, ParallelAgent):
+            # Its children run on `<branch>.<parallel>.<child>`; the parallel itself on
+            # `<branch>`.
+            own = f"{parent.name}.{agent.name}"
+            if branch == own:
+                branch = ""
+            elif branch.endswith("." + own):
+                branch = branch[: -len(own) - 1]
+        agent = parent
+    return agent, branch
 
 
 class SequentialAgent(BaseAgent):
@@ -53,7 +92,7 @@ class SequentialAgent(BaseAgent):
             async with aclosing(sub.run_async(ctx)) as items:
                 async for item in items:
                     yield item
-            if ctx.end_invocation:
+            if ctx.end_invocation or paused(ctx):
                 return
 
 
@@ -71,9 +110,13 @@ class ParallelAgent(BaseAgent):
     async def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
         from rondo.agents._concurrent import DONE, interleave
 
+        subs = self.sub_agents
+        if ctx.resume_target() is not None:
+            # Continuing in one branch: the others completed in the run being continued.
+            subs = subs[resume_start(self, ctx) :][:1]
         runs = [
             (sub, ctx.for_agent(ctx.agent, branch=child_branch(ctx.branch, self.name, sub.name)))
-            for sub in self.sub_agents
+            for sub in subs
         ]
         async with aclosing(interleave(runs)) as items:
             async for _, item in items:
@@ -97,8 +140,8 @@ class LoopAgent(BaseAgent):
     async def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
         from rondo.events import Event
 
-        start = resume_start(self, ctx)
         iteration = completed_rounds(self, ctx) if ctx.resume_target() is not None else 0
+        start = resume_start(self, ctx)
         while self.max_iterations is None or iteration < self.max_iterations:
             iteration += 1
             subs, start = self.sub_agents[start:], 0
@@ -109,5 +152,5 @@ class LoopAgent(BaseAgent):
                         yield item
                         if isinstance(item, Event) and item.actions.escalate:
                             escalated = True
-                if escalated or ctx.end_invocation:
+                if escalated or ctx.end_invocation or paused(ctx):
                     return
