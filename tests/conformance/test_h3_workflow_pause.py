@@ -22,8 +22,9 @@ from rondo import (
     SequentialAgent,
 )
 from rondo.agents.base import BaseAgent
+from rondo.lifecycle import ReasonStart, RunEnd
 from rondo.sessions.base import Session
-from rondo.testing import ScriptedModel
+from rondo.testing import ScriptedModel, check_stream
 
 Script = list[Any]
 
@@ -180,3 +181,31 @@ async def test_h3_a_new_message_instead_of_the_answer_starts_over() -> None:
     assert sent == []
     assert _texts(again)[0] == ("first", "first again")
     assert again[0].run_id != paused[0].run_id
+
+
+async def test_h3_a_paused_sequence_streams_a_pending_run_end_and_its_answer_a_normal_one() -> None:
+    sent: list[int] = []
+    asking = _asking("asking", [_TRANSFER, "sent"], sent)
+    runner = Runner(
+        agent=SequentialAgent(name="pipeline", sub_agents=[asking, _talker("after", "done")]),
+        app_name="app",
+    )
+    paused = [i async for i in runner.stream_async(user_id="u", session_id="s", new_message="go")]
+    check_stream(paused)
+    end = paused[-1]
+    assert isinstance(end, RunEnd)
+    assert [p.tool_name for p in end.pending] == ["transfer_money"]
+    assert not end.is_abnormal
+    assert not any(isinstance(i, ReasonStart) and i.agent_name == "after" for i in paused)
+
+    session = await _session(runner)
+    answer = [session.pending[0].approve()]
+    continued = [
+        i async for i in runner.stream_async(user_id="u", session_id="s", new_message=answer)
+    ]
+    check_stream(continued)
+    end = continued[-1]
+    assert isinstance(end, RunEnd)
+    assert end.text == "done"
+    assert end.pending == []
+    assert end.run_id == paused[-1].run_id
