@@ -48,3 +48,9 @@ def test_o2_the_trace_tab_shows_each_invocations_span_waterfall(page: Any, web: 
     status, spans = web.get(f"/dev/apps/assistant/debug/trace/session/{session_id(page)}")
     assert status == 200
     assert len({s["trace_id"] for s in spans}) == 2
+    # Span and trace ids are 64- and 128-bit integers (JSON numbers, as google-adk sends
+    # them): the detail pane shows their exact digits, not a JS number's rounding of them.
+    tools = [s for s in spans if s["name"] == "execute_tool get_weather"]
+    assert any(s["span_id"] > 2**53 for s in tools)  # random ids: past JS's exact integers
+    digits = set(re.findall(r"\d+", detail.inner_text()))
+    assert any({str(s["span_id"]), str(s["trace_id"])} <= digits for s in tools), digits

@@ -7,6 +7,18 @@ import { readSse } from "./sse.js";
 const TOKEN_KEY = "rondo.token";
 
 /** An HTTP or network failure, with a message a person can act on. */
+/**
+ * A `JSON.parse` reviver: span and trace ids are 64- and 128-bit integers, which a JS number
+ * rounds — an integer past 2^53 is kept as the exact digits the server sent (where the browser
+ * gives revivers the source text).
+ */
+function exactIntegers(key, value, context) {
+  if (typeof value === "number" && !Number.isSafeInteger(value) && Number.isInteger(value) && context && context.source) {
+    return context.source;
+  }
+  return value;
+}
+
 export class ApiError extends Error {
   constructor(status, message, detail) {
     super(message);
@@ -133,7 +145,7 @@ export class Api {
     const text = await response.text();
     if (!text) return null;
     try {
-      return JSON.parse(text);
+      return JSON.parse(text, exactIntegers);
     } catch {
       throw new ApiError(response.status, `The server answered ${path} with something other than JSON.`);
     }
