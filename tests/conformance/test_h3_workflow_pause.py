@@ -8,7 +8,10 @@ run again.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+import pytest
 
 from rondo import (
     Agent,
@@ -16,6 +19,7 @@ from rondo import (
     Event,
     FunctionCall,
     FunctionTool,
+    LongRunningFunctionTool,
     LoopAgent,
     ParallelAgent,
     Runner,
@@ -209,3 +213,33 @@ async def test_h3_a_paused_sequence_streams_a_pending_run_end_and_its_answer_a_n
     assert end.text == "done"
     assert end.pending == []
     assert end.run_id == paused[-1].run_id
+
+
+async def test_h3_a_long_running_call_in_a_sequence_holds_it_until_its_result(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def start_job(name: str) -> None:
+        """Start a job; its result arrives later."""
+
+    worker = Agent(
+        name="worker",
+        model=ScriptedModel([FunctionCall(name="start_job", args={"name": "x"}, id="job-1"), "ok"]),
+        tools=[LongRunningFunctionTool(start_job)],
+    )
+    after = _talker("after", "after done")
+    runner = Runner(
+        agent=SequentialAgent(name="pipeline", sub_agents=[worker, after]), app_name="app"
+    )
+    await _run(runner, "go")
+    assert _calls(after) == 0
+    session = await _session(runner)
+    assert [p.kind for p in session.pending] == ["long_running"]
+
+    with caplog.at_level(logging.WARNING):
+        continued = await _run(runner, [session.pending[0].respond({"done": True})])
+    assert _texts(continued) == [("worker", "ok"), ("after", "after done")]
+    # The later agent sees the worker's call as context; the user's answer to it is the
+    # worker's business, left out of its view without a warning.
+    assert "without a call" not in caplog.text
+    request = after.model.requests[0]  # type: ignore[union-attr]
+    assert not any(p.function_response for c in request.contents for p in c.parts)

@@ -294,6 +294,7 @@ class ContentsView:
         "_all_calls",
         "_branch",
         "_compaction",
+        "_foreign_calls",
         "_items",
         "_out",
         "_out_valid",
@@ -316,6 +317,10 @@ class ContentsView:
         self._out: list[Content] = []
         self._out_valid = True
         self._all_calls: set[str] = set()
+        # Calls other agents made (this view shows them as context): an answer to one is
+        # theirs — a long-running result a user sent back in a sequence — and is left out
+        # without a warning.
+        self._foreign_calls: set[str] = set()
         self._responded: set[str] = set()
         # G2: call id → (invocation id, tool name) of calls no response answered yet.
         self._unanswered: dict[str, tuple[str, str]] = {}
@@ -366,6 +371,10 @@ class ContentsView:
                     if self._out_valid:
                         self._out.append(content)
                     continue
+            if event.author != "user" and event.author != agent:
+                for call in event.get_function_calls():
+                    if call.id:
+                        self._foreign_calls.add(call.id)
             item = _convert(event, agent)
             if item is None:
                 continue
@@ -405,7 +414,9 @@ class ContentsView:
             known = [r for r in rids if r in self._all_calls]
             if len(known) < len(rids):
                 orphans = [r for r in rids if r not in self._all_calls]
-                logger.warning("dropping function responses without a call: %s", orphans)
+                unknown = [r for r in orphans if r not in self._foreign_calls]
+                if unknown:
+                    logger.warning("dropping function responses without a call: %s", unknown)
                 if not known:
                     return
                 item = _without_orphans(item, set(orphans))
