@@ -24,9 +24,10 @@ from rondo import (
     ParallelAgent,
     Runner,
     SequentialAgent,
+    Team,
 )
 from rondo.agents.base import BaseAgent
-from rondo.lifecycle import ReasonStart, RunEnd
+from rondo.lifecycle import NodeStart, ReasonStart, RunEnd
 from rondo.sessions.base import Session
 from rondo.testing import ScriptedModel, check_stream
 
@@ -243,3 +244,27 @@ async def test_h3_a_long_running_call_in_a_sequence_holds_it_until_its_result(
     assert "without a call" not in caplog.text
     request = after.model.requests[0]  # type: ignore[union-attr]
     assert not any(p.function_response for c in request.contents for p in c.parts)
+
+
+async def test_h3_a_pause_in_a_sequential_team_holds_the_later_members() -> None:
+    sent: list[int] = []
+    asking = _asking("asking", [_TRANSFER, "sent"], sent)
+    writer = _talker("writer", "report written")
+    runner = Runner(agent=Team(name="crew", members=[asking, writer]), app_name="app")
+
+    paused = [i async for i in runner.stream_async(user_id="u", session_id="s", new_message="go")]
+    assert not any(isinstance(i, NodeStart) and i.node == "writer" for i in paused)
+    assert _calls(writer) == 0
+
+    session = await _session(runner)
+    answer = [session.pending[0].approve()]
+    continued = [
+        i async for i in runner.stream_async(user_id="u", session_id="s", new_message=answer)
+    ]
+    check_stream(continued)
+    assert sent == [5]
+    nodes = [i.node for i in continued if isinstance(i, NodeStart)]
+    assert nodes == ["asking", "writer"]  # the member it continues in, then the next one
+    end = continued[-1]
+    assert isinstance(end, RunEnd)
+    assert end.text == "report written"

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from rondo.agents._concurrent import DONE, interleave
 from rondo.agents.base import BaseAgent, Item
 from rondo.agents.llm import Agent
-from rondo.agents.workflow import child_branch
+from rondo.agents.workflow import child_branch, paused, resume_start
 from rondo.context import InvocationContext
 from rondo.errors import ConfigurationError, ToolArgumentsError
 from rondo.events import Event
@@ -177,7 +177,8 @@ class Team(BaseAgent):
         return self._sequential(ctx)
 
     async def _sequential(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
-        for member in self.members:
+        # A continued run (D1, H3) starts at the member it continues in.
+        for member in self.members[resume_start(self, ctx) :]:
             if ctx.observe:
                 yield _node_start(ctx, self.name, member.name)
                 yield _member_start(ctx, member.name)
@@ -190,10 +191,14 @@ class Team(BaseAgent):
                     yield item
             if ctx.observe:
                 yield _node_end(ctx, self.name, member.name, final.text)
-            if ctx.end_invocation:
+            if ctx.end_invocation or paused(ctx):
                 return
 
     async def _parallel(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
+        members = self.members
+        if ctx.resume_target() is not None:
+            # Continuing in one member: the others completed in the run being continued.
+            members = members[resume_start(self, ctx) :][:1]
         runs = [
             (
                 m,
@@ -201,16 +206,16 @@ class Team(BaseAgent):
                     ctx.agent, branch=child_branch(ctx.branch, self.name, m.name), node=m.name
                 ),
             )
-            for m in self.members
+            for m in members
         ]
-        finals = [_FinalText() for _ in self.members]
+        finals = [_FinalText() for _ in members]
         if ctx.observe:
-            for member in self.members:
+            for member in members:
                 yield _node_start(ctx, self.name, member.name)
                 yield _member_start(ctx, member.name)
         async with aclosing(interleave(runs)) as items:
             async for index, item in items:
-                member = self.members[index]
+                member = members[index]
                 if item is DONE:
                     if ctx.observe:
                         yield _node_end(ctx, self.name, member.name, finals[index].text)

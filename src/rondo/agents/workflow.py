@@ -65,13 +65,26 @@ def paused(ctx: InvocationContext) -> bool:
     return False
 
 
+def _order(agent: BaseAgent) -> str | None:
+    """How a workflow agent runs its sub-agents ("sequence" or "parallel"); None for any
+    other agent (an LLM agent, a graph, a supervised team: they pick what runs next)."""
+    from rondo.agents.team import Team
+
+    if isinstance(agent, SequentialAgent | LoopAgent):
+        return "sequence"
+    if isinstance(agent, ParallelAgent):
+        return "parallel"
+    if isinstance(agent, Team) and agent.mode != "supervisor":
+        return "parallel" if agent.mode == "parallel" else "sequence"
+    return None
+
+
 def enclosing_workflow(agent: BaseAgent, branch: str) -> tuple[BaseAgent, str]:
-    """The outermost sequence, loop or parallel agent around `agent` and its branch: a run
-    continued in `agent` re-enters them at its position, so that once `agent` is done the
+    """The outermost sequence, loop, parallel agent or team around `agent`, and its branch: a
+    run continued in `agent` re-enters them at its position, so that once `agent` is done the
     agents after it run, as they would have."""
-    while isinstance(agent.parent_agent, SequentialAgent | LoopAgent | ParallelAgent):
-        parent = agent.parent_agent
-        if isinstance(parent, ParallelAgent):
+    while (parent := agent.parent_agent) is not None and (kind := _order(parent)) is not None:
+        if kind == "parallel":
             # Its children run on `<branch>.<parallel>.<child>`; the parallel itself on
             # `<branch>`.
             own = f"{parent.name}.{agent.name}"
