@@ -583,8 +583,10 @@ class Runner:
         return new_run_id(), False
 
     def _agent_to_run(self, session: Session, message: Content | None) -> BaseAgent:
-        """X3: a function response goes to the agent that made the call; otherwise the agent
-        that answered last, when it may hand control back by transfer; otherwise the root."""
+        """X3: a function response (in the message, or stored by other code as the latest
+        event before an empty message) goes to the agent that made the call; otherwise the
+        agent that answered last, when it may hand control back by transfer; otherwise the
+        root."""
         root = self.agent
         events = session.events
         # The answers: the message's, or those other code stored as the latest event.

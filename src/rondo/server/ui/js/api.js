@@ -6,7 +6,6 @@ import { readSse } from "./sse.js";
 
 const TOKEN_KEY = "rondo.token";
 
-/** An HTTP or network failure, with a message a person can act on. */
 /**
  * A `JSON.parse` reviver: span and trace ids are 64- and 128-bit integers, which a JS number
  * rounds — an integer past 2^53 is kept as the exact digits the server sent (where the browser
@@ -19,6 +18,7 @@ function exactIntegers(key, value, context) {
   return value;
 }
 
+/** An HTTP or network failure, with a message a person can act on. */
 export class ApiError extends Error {
   constructor(status, message, detail) {
     super(message);
