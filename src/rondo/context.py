@@ -393,6 +393,16 @@ class InvocationContext:
         if self._shared.continue_in == agent_name:
             self._shared.continue_in = None
 
+    def finished_in(self, agent_name: str) -> bool:
+        """D1: the interrupted invocation stopped right after `agent_name` finished (between
+        two agents of a sequence); takes the resume point, so the agents after it run."""
+        shared = self._shared
+        point = shared.resume_point
+        if point is None or point.boundary != "after_agent" or point.agent_name != agent_name:
+            return False
+        shared.resume_point = None
+        return True
+
     def take_resume_point(self, agent_name: str) -> ResumePoint | None:
         """The resume point when `agent_name` is the agent that stopped there (once)."""
         shared = self._shared

@@ -417,9 +417,9 @@ class Runner:
         )
         point = None
         if message is None and not state_delta:
-            from rondo.durable.resume import find_interrupted
+            from rondo.durable.resume import find_resume_point
 
-            point = find_interrupted(session.events)
+            point = find_resume_point(session.events, session.pending, self.agent)
         if point is not None:
             # D1: continue the interrupted invocation where its log ends: same ids, the
             # agent that was running, no new user event.

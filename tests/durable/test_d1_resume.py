@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from rondo import Agent, Event, FunctionCall, FunctionTool, Runner, ToolContext
+from rondo.durable.resume import find_resume_point
 from rondo.flow.contents import INTERRUPTED_CALL_ERROR
 from rondo.flow.functions import INTERRUPTED_HOLD_ERROR
 from rondo.sessions.memory import InMemorySessionService
@@ -435,3 +436,69 @@ async def test_d1_resume_inside_a_loop_keeps_its_round_count() -> None:
     ]  # round 2 finishes and the loop stops at max_iterations=2
     assert ledger.runs == ["r1", "r2"]
     assert check.calls == 2
+
+
+async def test_d1_a_cut_between_two_agents_of_a_sequence_runs_the_next_one() -> None:
+    service = InMemorySessionService()
+    first = ScriptedModel(["planned"])
+    second = ScriptedModel(["receipt sent"])
+    runner = pipeline(service, Ledger(), first, second, charging="")
+    seen = await run_until(runner, 1)  # first's final answer stored; second never started
+    assert [(e.author, e.text) for e in seen] == [("first", "planned")]
+    session = await service.get_session(app_name="app", user_id="u", session_id="s")
+    assert session is not None
+    point = find_resume_point(session.events, session.pending, runner.agent)
+    assert point is not None
+    assert (point.boundary, point.agent_name) == ("after_agent", "first")
+
+    resumed = [e async for e in runner.run_async(user_id="u", session_id="s")]
+    assert [(e.author, e.text) for e in resumed] == [("second", "receipt sent")]
+    assert first.calls == 1  # finished: not run again
+    assert {e.invocation_id for e in resumed} == {seen[0].invocation_id}
+    # Finished now: an empty message finds nothing to resume.
+    session = await service.get_session(app_name="app", user_id="u", session_id="s")
+    assert session is not None
+    assert find_resume_point(session.events, session.pending, runner.agent) is None
+
+
+async def test_d1_a_cut_at_the_end_of_an_inner_sequence_goes_on_in_the_outer_one() -> None:
+    from rondo import SequentialAgent
+
+    service = InMemorySessionService()
+    models = {name: ScriptedModel([f"{name} done"]) for name in ("a", "x", "b")}
+    inner = SequentialAgent(
+        name="inner", sub_agents=[Agent(name=n, model=models[n]) for n in ("a", "x")]
+    )
+    outer = SequentialAgent(name="outer", sub_agents=[inner, Agent(name="b", model=models["b"])])
+    runner = Runner(agent=outer, app_name="app", session_service=service)
+    await run_until(runner, 2)  # a and x answered: the inner sequence is done, b not started
+    resumed = [e async for e in runner.run_async(user_id="u", session_id="s")]
+    assert [(e.author, e.text) for e in resumed] == [("b", "b done")]
+    assert (models["a"].calls, models["x"].calls) == (1, 1)
+
+
+async def test_d1_a_sequence_waiting_on_an_answer_is_not_cut() -> None:
+    from rondo import SequentialAgent
+
+    service = InMemorySessionService()
+
+    def pay(amount: int) -> str:
+        """Pay."""
+        return "paid"
+
+    asking = Agent(
+        name="asking",
+        model=ScriptedModel([FunctionCall(name="pay", args={"amount": 1}, id="c1")]),
+        tools=[FunctionTool(pay, require_confirmation=True)],
+    )
+    after = Agent(name="after", model=ScriptedModel(["after"]))
+    runner = Runner(
+        agent=SequentialAgent(name="pipeline", sub_agents=[asking, after]),
+        app_name="app",
+        session_service=service,
+    )
+    await resume_or_run(runner, "go")
+    session = await service.get_session(app_name="app", user_id="u", session_id="s")
+    assert session is not None
+    assert session.pending  # paused (H3), not cut
+    assert find_resume_point(session.events, session.pending, runner.agent) is None

@@ -24,6 +24,8 @@ def resume_start(agent: BaseAgent, ctx: InvocationContext) -> int:
         for index, sub in enumerate(agent.sub_agents):
             if sub.find_agent(target) is not None:
                 if sub.name == target:
+                    if ctx.finished_in(target):
+                        return index + 1  # D1: it finished; the ones after it never started
                     ctx.reached(target)
                 return index
     return 0
@@ -65,7 +67,7 @@ def paused(ctx: InvocationContext) -> bool:
     return False
 
 
-def _order(agent: BaseAgent) -> str | None:
+def order_of(agent: BaseAgent) -> str | None:
     """How a workflow agent runs its sub-agents ("sequence" or "parallel"); None for any
     other agent (an LLM agent, a graph, a supervised team: they pick what runs next)."""
     from rondo.agents.team import Team
@@ -83,7 +85,7 @@ def enclosing_workflow(agent: BaseAgent, branch: str) -> tuple[BaseAgent, str]:
     """The outermost sequence, loop, parallel agent or team around `agent`, and its branch: a
     run continued in `agent` re-enters them at its position, so that once `agent` is done the
     agents after it run, as they would have."""
-    while (parent := agent.parent_agent) is not None and (kind := _order(parent)) is not None:
+    while (parent := agent.parent_agent) is not None and (kind := order_of(parent)) is not None:
         if kind == "parallel":
             # Its children run on `<branch>.<parallel>.<child>`; the parallel itself on
             # `<branch>`.

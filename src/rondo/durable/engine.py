@@ -15,7 +15,7 @@ import abc
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rondo.durable.resume import find_interrupted
+from rondo.durable.resume import find_resume_point
 from rondo.events import Event
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ async def run_invocation(
                 content=message,
             ),
         )
-    point = find_interrupted(session.events)
+    point = find_resume_point(session.events, session.pending, runner.agent)
     if point is not None and point.invocation_id == invocation_id:
         async for _ in runner.run_async(
             user_id=user_id, session_id=session_id, run_config=run_config

@@ -11,22 +11,27 @@ boundary the process died at:
 - a tool-response event: the tools finished → do what follows them in the step
   (confirmation request, structured output, transfer), then call the model.
 
-A final response, a pending call (HITL) or a user's answer to one is not an interruption.
-Only reading this tail costs anything, and only when a run starts with no new message.
+A final response, a pending call (HITL) or a user's answer to one is not an interruption —
+except a final response of an agent that a sequence runs before others (`find_resume_point`):
+the process died between the two, and the sequence goes on after it. Only reading this tail
+costs anything, and only when a run starts with no new message.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from rondo.events import Event
+from rondo.events import Event, PendingCall
 from rondo.types import Content, FunctionCall
 
-__all__ = ["ResumePoint", "find_interrupted"]
+if TYPE_CHECKING:
+    from rondo.agents.base import BaseAgent
 
-Boundary = Literal["model", "calls", "after_tools"]
+__all__ = ["ResumePoint", "find_interrupted", "find_resume_point"]
+
+Boundary = Literal["model", "calls", "after_tools", "after_agent"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +41,8 @@ class ResumePoint:
     invocation_id: str
     run_id: str
     # "model": call the model; "calls": run `calls` (of `model_event`); "after_tools": the
-    # tool event `last` is stored, finish its step.
+    # tool event `last` is stored, finish its step; "after_agent": the agent finished (its
+    # final answer is `last`), the sequence around it goes on with the next agent.
     boundary: Boundary
     # The agent that was running ("" when only the user's message was stored).
     agent_name: str
@@ -45,6 +51,63 @@ class ResumePoint:
     last: Event
     model_event: Event | None = None
     calls: tuple[FunctionCall, ...] = ()
+
+
+def find_resume_point(
+    events: Sequence[Event], pending: Sequence[PendingCall], root: BaseAgent
+) -> ResumePoint | None:
+    """Where the session's last invocation stopped, if it was cut short: inside a step
+    (`find_interrupted`) or between two agents of a sequence."""
+    return find_interrupted(events) or _between_agents(events, pending, root)
+
+
+def _between_agents(
+    events: Sequence[Event], pending: Sequence[PendingCall], root: BaseAgent
+) -> ResumePoint | None:
+    """The last record is an agent's final answer, and a sequence (or a sequential team)
+    around it has agents after it that never started: the run died in between, or failed
+    there. Not when the run waits on an answer (H3), and not inside loops or parallel agents,
+    whose end the log cannot tell apart from a cut."""
+    if not events:
+        return None
+    last = events[-1]
+    if (
+        last.author == "user"
+        or last.partial
+        or last.isolation_scope
+        or not last.invocation_id
+        or not last.is_final_response()
+        or last.long_running_tool_ids
+    ):
+        return None
+    if any(p.run_id == last.run_id for p in pending):
+        return None
+    from rondo.agents.workflow import LoopAgent, order_of
+
+    agent = root.find_agent(last.author)
+    if agent is None:
+        return None
+    more = False
+    node = agent
+    while (parent := node.parent_agent) is not None and (kind := order_of(parent)) is not None:
+        if kind != "sequence" or isinstance(parent, LoopAgent):
+            return None
+        more = more or parent.sub_agents[-1] is not node
+        node = parent
+    if not more:
+        return None
+    start = _invocation_start(events, last.invocation_id)
+    first = events[start]
+    user_content = None
+    if (
+        first.author == "user"
+        and first.content is not None
+        and not any(p.function_response is not None for p in first.content.parts)
+    ):
+        user_content = first.content
+    return ResumePoint(
+        last.invocation_id, last.run_id, "after_agent", agent.name, user_content, last
+    )
 
 
 def _invocation_start(events: Sequence[Event], invocation_id: str) -> int:

@@ -223,7 +223,7 @@ class Flow:
     ) -> AsyncGenerator[Item, None]:
         """D1: the rest of the step an interrupted invocation stopped in. In-flight calls run
         again with their call ids; non-idempotent ones are held for a decision instead."""
-        if point.boundary == "model":
+        if point.boundary == "model" or point.boundary == "after_agent":
             return
         request = ModelRequest(model=self.model.name)
         # The tool table the step had: tools, structured output and transfer tools.
