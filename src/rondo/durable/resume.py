@@ -96,18 +96,23 @@ def _between_agents(
         node = parent
     if not more:
         return None
-    start = _invocation_start(events, last.invocation_id)
+    user_content = _opening_message(events, _invocation_start(events, last.invocation_id))
+    return ResumePoint(
+        last.invocation_id, last.run_id, "after_agent", agent.name, user_content, last
+    )
+
+
+def _opening_message(events: Sequence[Event], start: int) -> Content | None:
+    """The user's message that started the invocation at `start` (None when it continued a
+    paused run with an answer)."""
     first = events[start]
-    user_content = None
     if (
         first.author == "user"
         and first.content is not None
         and not any(p.function_response is not None for p in first.content.parts)
     ):
-        user_content = first.content
-    return ResumePoint(
-        last.invocation_id, last.run_id, "after_agent", agent.name, user_content, last
-    )
+        return first.content
+    return None
 
 
 def _invocation_start(events: Sequence[Event], invocation_id: str) -> int:
@@ -148,14 +153,7 @@ def find_interrupted(events: Sequence[Event]) -> ResumePoint | None:
     # it; without that request the step was cut short.
     if top.is_final_response() and not top.actions.requested_tool_confirmations:
         return None
-    user_content: Content | None = None
-    first = events[start]
-    if (
-        first.author == "user"
-        and first.content is not None
-        and not any(p.function_response is not None for p in first.content.parts)
-    ):
-        user_content = first.content
+    user_content = _opening_message(events, start)
     calls = top.get_function_calls()
     if calls and top.content is not None and top.content.role == "model":
         waiting = top.long_running_tool_ids
