@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 from rondo._ids import CLIENT_CALL_ID_PREFIX
 from rondo.errors import ContentsError
-from rondo.events import Event
+from rondo.events import NO_ACTIONS, Event
 from rondo.sessions.base import EventLog, EventsView
 from rondo.types import Content, FunctionCall, FunctionResponse, Part
 
@@ -334,43 +334,47 @@ class ContentsView:
         branch = self._branch
         scope = self._scope
         agent = self._agent
+        items = self._items
         for i in range(self.upto, stop):
             event = log[i]
-            if event.isolation_scope != scope:
+            # The record's fields straight from its dict: a fresh replica converts a whole
+            # history at once, and a pydantic attribute read costs several dict reads.
+            values = event.__dict__
+            if values["isolation_scope"] != scope:
                 continue
-            if branch and not is_visible_branch(branch, event.branch):
+            if branch and not is_visible_branch(branch, values["branch"]):
                 continue
-            compaction = event.actions.compaction
-            if compaction is not None:
+            actions = values["actions"]
+            if actions is not NO_ACTIONS and actions.compaction is not None:
                 # C5: a summary replaces the events it covers — only while compaction is
                 # on; otherwise a stored record must not delete anybody's history.
                 if self._compaction:
+                    compaction = actions.compaction
                     self._apply_compaction(
                         compaction.start_timestamp,
                         compaction.end_timestamp,
                         compaction.compacted_content,
                     )
+                    items = self._items
                 continue
-            content = event.content
-            if (
-                content is not None
-                and content.parts
-                and (event.author == "user" or event.author == agent)
-            ):
-                for part in content.parts:
-                    if not part.text:
+            content = values["content"]
+            author = values["author"]
+            if content is not None and (author == "user" or author == agent):
+                parts = content.__dict__["parts"]
+                for part in parts:
+                    if not part.__dict__["text"]:
                         break
                 else:
-                    # The common case, text only: the record's content as it is (what
-                    # `_convert` and `_add` would do, in line — a fresh replica converts a
-                    # whole history at once).
-                    turn_start = event.author == "user"
-                    if turn_start:
-                        self._turn_start = len(self._items)
-                    self._items.append(_Item(content, None, None, turn_start, event.timestamp))
-                    if self._out_valid:
-                        self._out.append(content)
-                    continue
+                    if parts:
+                        # The common case, text only: the record's content as it is (what
+                        # `_convert` and `_add` would do, in line).
+                        turn_start = author == "user"
+                        if turn_start:
+                            self._turn_start = len(items)
+                        items.append(_Item(content, None, None, turn_start, values["timestamp"]))
+                        if self._out_valid:
+                            self._out.append(content)
+                        continue
             if event.author != "user" and event.author != agent:
                 for call in event.get_function_calls():
                     if call.id:
