@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from rondo.agents._concurrent import DONE, interleave
 from rondo.agents.base import BaseAgent, Item
 from rondo.agents.llm import Agent
-from rondo.agents.workflow import child_branch, paused, resume_start
+from rondo.agents.workflow import branches_to_run, child_branch, paused, resume_start
 from rondo.context import InvocationContext
 from rondo.errors import ConfigurationError, ToolArgumentsError
 from rondo.events import Event
@@ -195,10 +195,7 @@ class Team(BaseAgent):
                 return
 
     async def _parallel(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
-        members = self.members
-        if ctx.resume_target() is not None:
-            # Continuing in one member: the others completed in the run being continued.
-            members = members[resume_start(self, ctx) :][:1]
+        members = branches_to_run(self, ctx)  # a parallel team's sub-agents are its members
         runs = [
             (
                 m,

@@ -31,6 +31,16 @@ def resume_start(agent: BaseAgent, ctx: InvocationContext) -> int:
     return 0
 
 
+def branches_to_run(agent: BaseAgent, ctx: InvocationContext) -> list[BaseAgent]:
+    """The sub-agents a parallel agent (or team) runs: all of them, or — when this invocation
+    continues in one of them (D1, H3) — that one alone; the others completed in the run being
+    continued."""
+    subs = agent.sub_agents
+    if ctx.resume_target() is None:
+        return subs
+    return subs[resume_start(agent, ctx) :][:1]
+
+
 def completed_rounds(agent: BaseAgent, ctx: InvocationContext) -> int:
     """How many rounds of a loop the run being continued completed — the final responses
     its last agent stored in this invocation or, when it continues a paused run (H3), in
@@ -125,13 +135,9 @@ class ParallelAgent(BaseAgent):
     async def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
         from rondo.agents._concurrent import DONE, interleave
 
-        subs = self.sub_agents
-        if ctx.resume_target() is not None:
-            # Continuing in one branch: the others completed in the run being continued.
-            subs = subs[resume_start(self, ctx) :][:1]
         runs = [
             (sub, ctx.for_agent(ctx.agent, branch=child_branch(ctx.branch, self.name, sub.name)))
-            for sub in subs
+            for sub in branches_to_run(self, ctx)
         ]
         async with aclosing(interleave(runs)) as items:
             async for _, item in items:
