@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from rondo.context import CallbackContext, InvocationContext, ReadonlyContext, ToolContext
     from rondo.errors import (
         AgentCardError,
+        CliError,
         ConfigurationError,
         ContentsError,
         DuplicateAgentNameError,
@@ -157,6 +158,7 @@ _EXPORTS: dict[str, str] = {
     "MissingAPIKeyError": "rondo.errors",
     "InvalidMessageError": "rondo.errors",
     "AgentCardError": "rondo.errors",
+    "CliError": "rondo.errors",
     "RemoteAgentError": "rondo.errors",
     "RemoteAgentFailedError": "rondo.errors",
     "RemoteAgentTimeoutError": "rondo.errors",
@@ -174,6 +176,7 @@ __all__ = [
     "BaseToolset",
     "Blob",
     "CallbackContext",
+    "CliError",
     "ConfigurationError",
     "Content",
     "ContentsError",

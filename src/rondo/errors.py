@@ -25,23 +25,31 @@
     │   └── ModelResponseError                  the model's answer cannot be used (bad tool call)
     ├── ScriptExhaustedError                    `rondo.testing.ScriptedModel` ran past its script
     ├── InvalidArtifactNameError (also ValueError)  an artifact name that leaves its directory
+    ├── DurableReplayError                      a durable engine's record and the log disagree
+    ├── CliError                                a problem the `rondo` command reports in one line
     ├── RemoteAgentError                        a remote (A2A) agent could not answer
     │   ├── RemoteAgentUnreachableError (also ConnectionError)  no connection to it
     │   ├── RemoteAgentTimeoutError (also TimeoutError)  it did not answer in time
     │   ├── AgentCardError                      its agent card is missing or not a valid card
     │   └── RemoteAgentFailedError              it answered with an error or a failed task
     ├── InvalidStateValueError (also ValueError)    a state value that is not JSON (SPEC G3)
-    └── SessionError
-        ├── SessionNotFoundError
-        ├── SessionExistsError                  create_session with an id already in use
-        ├── StaleSessionError                   append through an out-of-date session handle
-        ├── SchemaVersionError                  the database holds an older/newer schema
-        ├── InvalidIdError (also ValueError)    an empty or malformed app name, user or session id
-        └── InvalidPageError (also ValueError)  list_sessions: a limit below 1, a foreign page token
+    ├── SessionError
+    │   ├── StoreUnavailableError (also ConnectionError)  the store is down or stays locked
+    │   ├── SessionNotFoundError (also LookupError)
+    │   ├── SessionExistsError                  create_session with an id already in use
+    │   ├── StaleSessionError                   append through an out-of-date session handle
+    │   ├── SchemaVersionError                  the database holds an older/newer schema
+    │   ├── InvalidIdError (also ValueError)    an empty or malformed app name, user or session id
+    │   └── InvalidPageError (also ValueError)  list_sessions: a limit below 1, a foreign page token
+    └── ToolError                               a tool call that becomes an `{"error": ...}` response
+        ├── ToolNotFoundError (also LookupError)  the model called a tool the agent lacks
+        ├── ToolArgumentsError (also ValueError)  arguments that do not fit the tool's parameters
+        ├── ToolResultError (also TypeError)    a result that cannot go back to the model
+        └── ToolTimeoutError (also TimeoutError)  the tool ran past its `timeout`
 
 Tool failures are *not* exceptions for the run: they become `{"error": ...}` function responses
 the model can react to (SPEC T3). `ToolArgumentsError`, `ToolNotFoundError` and
-`ToolResultError` are what `on_tool_error` hooks receive for those cases, so they can tell them
+`ToolResultError` (and `ToolTimeoutError`) are what `on_tool_error` hooks receive for those cases, so they can tell them
 apart.
 
 A provider failure is raised as the `ModelError` subclass that fits, with the SDK's exception as
@@ -53,6 +61,7 @@ from __future__ import annotations
 
 __all__ = [
     "AgentCardError",
+    "CliError",
     "ConfigurationError",
     "ContentsError",
     "DuplicateAgentNameError",
@@ -266,6 +275,11 @@ class AgentCardError(RemoteAgentError):
 
 class RemoteAgentFailedError(RemoteAgentError):
     """The remote agent answered with an error, or its task failed, was canceled or rejected."""
+
+
+class CliError(RondoError):
+    """A problem the `rondo` command reports in one line (bad path, an agent that does not
+    load, options that do not go together)."""
 
 
 class DurableReplayError(RondoError):

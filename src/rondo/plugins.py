@@ -7,10 +7,11 @@ hooks after it (other plugins and the agent's own callbacks), exactly like agent
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from rondo._callbacks import first_result
 from rondo.errors import ConfigurationError
+from rondo.hooks import HOOK_NAMES, HookName
 
 if TYPE_CHECKING:
     from rondo.context import CallbackContext, InvocationContext, ToolContext
@@ -21,20 +22,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Plugin", "PluginManager"]
 
-HOOKS = (
-    "on_user_message",
-    "before_run",
-    "after_run",
-    "on_event",
-    "before_agent",
-    "after_agent",
-    "before_model",
-    "after_model",
-    "on_model_error",
-    "before_tool",
-    "after_tool",
-    "on_tool_error",
-)
+# Kept for callers of the old name; `rondo.hooks.HookName` is the typed list.
+HOOKS = HOOK_NAMES
 
 
 class Plugin:
@@ -116,8 +105,8 @@ class PluginManager:
                 raise ConfigurationError(f"two plugins are named {plugin.name!r}")
             names.add(plugin.name)
         self.plugins = tuple(plugins)
-        self._hooks: dict[str, tuple[Any, ...]] = {}
-        for hook in HOOKS:
+        self._hooks: dict[HookName, tuple[Any, ...]] = {}
+        for hook in HOOK_NAMES:
             base = getattr(Plugin, hook)
             self._hooks[hook] = tuple(
                 getattr(p, hook) for p in self.plugins if getattr(type(p), hook) is not base
@@ -125,9 +114,74 @@ class PluginManager:
         # The hooks some plugin overrides; hot paths test membership before calling run().
         self.active = frozenset(hook for hook, fns in self._hooks.items() if fns)
 
-    def has(self, hook: str) -> bool:
+    def has(self, hook: HookName) -> bool:
         return bool(self._hooks[hook])
 
-    async def run(self, hook: str, *args: Any) -> Any:
+    # Typed dispatch: each hook's arguments and result, as `Plugin` declares them.
+    @overload
+    async def run(
+        self, hook: Literal["on_user_message"], ctx: InvocationContext, message: Content, /
+    ) -> Content | None: ...
+    @overload
+    async def run(
+        self, hook: Literal["before_run"], ctx: InvocationContext, /
+    ) -> Content | str | None: ...
+    @overload
+    async def run(self, hook: Literal["after_run"], ctx: InvocationContext, /) -> None: ...
+    @overload
+    async def run(
+        self, hook: Literal["on_event"], ctx: InvocationContext, event: Event, /
+    ) -> Event | None: ...
+    @overload
+    async def run(
+        self, hook: Literal["before_agent", "after_agent"], ctx: CallbackContext, /
+    ) -> Content | str | None: ...
+    @overload
+    async def run(
+        self, hook: Literal["before_model"], ctx: CallbackContext, request: ModelRequest, /
+    ) -> ModelResponse | None: ...
+    @overload
+    async def run(
+        self, hook: Literal["after_model"], ctx: CallbackContext, response: ModelResponse, /
+    ) -> ModelResponse | None: ...
+    @overload
+    async def run(
+        self,
+        hook: Literal["on_model_error"],
+        ctx: CallbackContext,
+        request: ModelRequest,
+        error: Exception,
+        /,
+    ) -> ModelResponse | None: ...
+    @overload
+    async def run(
+        self,
+        hook: Literal["before_tool"],
+        tool: BaseTool,
+        args: dict[str, Any],
+        tool_context: ToolContext,
+        /,
+    ) -> dict[str, Any] | None: ...
+    @overload
+    async def run(
+        self,
+        hook: Literal["after_tool"],
+        tool: BaseTool,
+        args: dict[str, Any],
+        tool_context: ToolContext,
+        result: dict[str, Any],
+        /,
+    ) -> dict[str, Any] | None: ...
+    @overload
+    async def run(
+        self,
+        hook: Literal["on_tool_error"],
+        tool: BaseTool,
+        args: dict[str, Any],
+        tool_context: ToolContext,
+        error: Exception,
+        /,
+    ) -> dict[str, Any] | None: ...
+    async def run(self, hook: HookName, *args: Any) -> Any:
         """Call `hook` on each plugin in order; the first non-None result is returned."""
         return await first_result(self._hooks[hook], *args)

@@ -104,6 +104,7 @@ EXACT_ROOT = [
     "BaseToolset",
     "Blob",
     "CallbackContext",
+    "CliError",
     "ConfigurationError",
     "Content",
     "ContentsError",

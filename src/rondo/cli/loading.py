@@ -10,16 +10,13 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from rondo.agents.base import BaseAgent
+from rondo.errors import CliError
 
 if TYPE_CHECKING:
     from rondo.models.base import Model
     from rondo.sessions.base import BaseSessionService
 
 __all__ = ["CliError", "load_agent", "open_session_service", "override_model"]
-
-
-class CliError(Exception):
-    """A problem the command reports in one line (bad path, agent that does not load...)."""
 
 
 def _exec_module(name: str, file: Path, *, package_dir: Path | None = None) -> ModuleType:

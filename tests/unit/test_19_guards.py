@@ -1,0 +1,147 @@
+"""Guards for what a clean-up could break unnoticed (issue 19.4).
+
+Each test fails when its trick or contract is removed: the exception tree drawn in
+`rondo.errors` against its classes, the plugin hooks against `rondo.hooks.HookName`, the
+mutable `Actions` draft against the frozen `EventActions`, and the performance settings the
+server relies on (GC thresholds, route order, the records' string cache) — asserted as
+configuration or call counts, never as timings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+import rondo.errors
+from rondo.context import Actions
+from rondo.events import Event, EventActions
+from rondo.hooks import HOOK_NAMES
+from rondo.plugins import Plugin, PluginManager
+
+_DRAWN = re.compile(r"^(?P<indent>[\s│]*)[├└]── (?P<name>\w+)(?: \(also (?P<also>[\w, ]+)\))?")
+
+
+def _drawn_tree() -> dict[str, tuple[str, set[str]]]:
+    """name -> (drawn parent, the builtin bases named in "(also ...)")."""
+    doc = rondo.errors.__doc__ or ""
+    tree: dict[str, tuple[str, set[str]]] = {}
+    stack: list[tuple[int, str]] = [(-1, "RondoError")]
+    for line in doc.splitlines():
+        match = _DRAWN.match(line)
+        if match is None:
+            continue
+        depth = len(match["indent"])
+        while stack[-1][0] >= depth:
+            stack.pop()
+        also = {a.strip() for a in (match["also"] or "").split(",") if a.strip()}
+        tree[match["name"]] = (stack[-1][1], also)
+        stack.append((depth, match["name"]))
+    return tree
+
+
+def _classes() -> dict[str, type[BaseException]]:
+    return {
+        name: cls
+        for name, cls in vars(rondo.errors).items()
+        if inspect.isclass(cls)
+        and issubclass(cls, rondo.errors.RondoError)
+        and cls is not rondo.errors.RondoError
+        and cls.__module__ == "rondo.errors"
+    }
+
+
+def test_g4_errors_tree_drawn_equals_the_classes() -> None:
+    tree = _drawn_tree()
+    classes = _classes()
+    assert sorted(tree) == sorted(classes), "draw every class of rondo.errors, and only those"
+    for name, (parent, also) in tree.items():
+        cls = classes[name]
+        rondo_bases = [b for b in cls.__bases__ if issubclass(b, rondo.errors.RondoError)]
+        assert [b.__name__ for b in rondo_bases] == [parent], name
+        others = {b.__name__ for b in cls.__bases__ if b not in rondo_bases}
+        assert others == also, f"{name}: the drawing's '(also ...)' must name {others}"
+
+
+def test_g4_cli_error_joins_the_tree() -> None:
+    from rondo.cli.loading import CliError
+
+    assert CliError is rondo.errors.CliError
+    assert issubclass(CliError, rondo.RondoError)
+
+
+def test_hook_names_are_the_plugin_hooks() -> None:
+    own = sorted(
+        name
+        for name, fn in vars(Plugin).items()
+        if inspect.iscoroutinefunction(fn) and not name.startswith("_")
+    )
+    assert own == sorted(HOOK_NAMES)
+    manager = PluginManager([])
+    for hook in HOOK_NAMES:
+        assert manager.has(hook) is False
+
+
+def test_actions_draft_matches_event_actions() -> None:
+    """Every field of the mutable draft exists on the record it becomes, and a draft with
+    each field set converts to a record carrying it (they cannot drift apart)."""
+    draft_fields = {f.name for f in dataclasses.fields(Actions)}
+    record_fields = set(EventActions.model_fields)
+    assert draft_fields <= record_fields
+    # The record's other fields are set by the framework, never by a tool or callback.
+    assert record_fields - draft_fields <= {"compaction", "rewind_before_invocation_id"}
+    from rondo.events import ToolConfirmation
+
+    draft = Actions(
+        state_delta={"k": 1},
+        artifact_delta={"a.txt": 0},
+        transfer_to_agent="other",
+        escalate=True,
+        skip_summarization=True,
+        requested_tool_confirmations={"c1": ToolConfirmation(hint="ok?")},
+    )
+    record = draft.to_record()
+    for name in draft_fields:
+        value = getattr(record, name)
+        assert value == getattr(draft, name), name
+
+
+def test_server_gc_thresholds_are_applied() -> None:
+    import gc
+
+    from rondo.server.process import SERVER_GC_THRESHOLDS, tune_gc
+
+    before = gc.get_threshold()
+    try:
+        tune_gc()
+        assert gc.get_threshold() == SERVER_GC_THRESHOLDS
+        assert SERVER_GC_THRESHOLDS[0] >= 10_000  # the point: far fewer young collections
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
+
+
+def test_server_commands_tune_gc() -> None:
+    """`rondo api-server` and `rondo web` apply the server's GC settings before serving."""
+    import rondo.cli.serve as serve
+
+    assert "tune_gc" in inspect.getsource(serve)
+
+
+def test_run_routes_are_matched_first(tmp_path: Path) -> None:
+    pytest.importorskip("fastapi")
+    from rondo.server.app import create_app
+
+    app = create_app(tmp_path)
+    paths = [getattr(r, "path", "") for r in app.router.routes]
+    first = set(paths[:3])
+    assert first == {"/run", "/run_sse", "/run_lifecycle"}
+
+
+def test_records_cache_their_keys() -> None:
+    """Decoding thousands of stored records reuses the dict keys' strings (pydantic-core's
+    `cache_strings`): part of what keeps a long session's memory and decode cost down."""
+    assert Event.model_config.get("cache_strings") == "keys"
