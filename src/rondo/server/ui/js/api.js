@@ -151,6 +151,12 @@ export class Api {
     }
   }
 
+  /**
+   * @param {string} method
+   * @param {string} path
+   * @param {unknown} [body]
+   * @param {{accept?: string, signal?: AbortSignal}} [options]
+   */
   async fetch(method, path, body, { accept, signal } = {}) {
     for (let attempt = 0; ; attempt += 1) {
       const headers = { Accept: accept || "application/json" };
