@@ -145,3 +145,32 @@ def test_records_cache_their_keys() -> None:
     """Decoding thousands of stored records reuses the dict keys' strings (pydantic-core's
     `cache_strings`): part of what keeps a long session's memory and decode cost down."""
     assert Event.model_config.get("cache_strings") == "keys"
+
+
+def test_contents_text_fast_path_skips_the_converter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Text-only records enter the contents view as they are (the fast path): the general
+    converter runs only for the records that need it (here, the one tool call)."""
+    import rondo.flow.contents as contents
+    from rondo.types import Content, FunctionCall, Part
+
+    calls: list[str] = []
+    real = contents._convert  # pyright: ignore[reportPrivateUsage]
+
+    def counting(event: Event, agent_name: str) -> object:
+        calls.append(event.id)
+        return real(event, agent_name)
+
+    monkeypatch.setattr(contents, "_convert", counting)
+    events = [
+        Event(author="user" if i % 2 == 0 else "a", content=Content.user(f"m{i}"))
+        for i in range(200)
+    ]
+    call = Event(
+        author="a",
+        content=Content(
+            role="model", parts=[Part(function_call=FunctionCall(name="f", args={}, id="c1"))]
+        ),
+    )
+    view = contents.ContentsView("a", "", "", 0)
+    view.advance([*events, call], len(events) + 1)
+    assert calls == [call.id]
