@@ -214,6 +214,9 @@ class NodeEnd(_Lifecycle):
 
 
 class RunMetrics(BaseModel):
+    """What one run used. `cost_usd` is its price in US dollars (SPEC O6), None when any of
+    its model calls is unpriced (`unpriced_calls` says how many) — never a partial sum."""
+
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     model_calls: int = 0
@@ -221,6 +224,10 @@ class RunMetrics(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None
+    unpriced_calls: int = 0
     duration_ms: float = 0.0
 
 

@@ -70,5 +70,8 @@ class RunConfig(BaseModel):
     model_timeout: float | None = Field(default=None, gt=0)
     # None (the default) never compacts (SPEC K).
     compaction: CompactionConfig | None = None
+    # Tell providers which prefix of each request is stable (Anthropic cache breakpoints,
+    # OpenAI's per-session cache key; Gemini caches implicitly). False sends no cache hints.
+    prompt_caching: bool = True
     # D2: set by a durable engine (`rondo.durable.dbos`); None runs calls directly.
     durable_steps: DurableSteps | None = None

@@ -95,7 +95,19 @@ def _as_content(message: Message) -> Content | None:
 class _Summary:
     """What `RunEnd` / `RunResult` report, gathered from the records as they pass."""
 
-    __slots__ = ("final", "input_tokens", "last", "output_tokens", "started", "tool_calls")
+    __slots__ = (
+        "cache_write_tokens",
+        "cached_tokens",
+        "cost_usd",
+        "final",
+        "input_tokens",
+        "last",
+        "output_tokens",
+        "priced_calls",
+        "started",
+        "tool_calls",
+        "unpriced_calls",
+    )
 
     def __init__(self) -> None:
         self.started = time.perf_counter()
@@ -104,6 +116,11 @@ class _Summary:
         self.tool_calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
+        self.cached_tokens = 0
+        self.cache_write_tokens = 0
+        self.cost_usd = 0.0
+        self.priced_calls = 0
+        self.unpriced_calls = 0
 
     def record(self, event: Event) -> None:
         self.last = event
@@ -113,6 +130,13 @@ class _Summary:
         if usage is not None:
             self.input_tokens += usage.input_tokens
             self.output_tokens += usage.output_tokens
+            self.cached_tokens += usage.cached_tokens
+            self.cache_write_tokens += usage.cache_write_tokens
+            if usage.cost_usd is None:
+                self.unpriced_calls += 1
+            else:
+                self.priced_calls += 1
+                self.cost_usd += usage.cost_usd
         content = event.content
         if content is not None and content.role == "user" and event.author != "user":
             self.tool_calls += sum(1 for p in content.parts if p.function_response is not None)
@@ -145,6 +169,11 @@ class _Summary:
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             total_tokens=self.input_tokens + self.output_tokens,
+            cached_tokens=self.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens,
+            # O6: unpriced (None) as soon as one call has no price; never a partial sum.
+            cost_usd=self.cost_usd if self.priced_calls and not self.unpriced_calls else None,
+            unpriced_calls=self.unpriced_calls,
             duration_ms=(time.perf_counter() - self.started) * 1000.0,
         )
 

@@ -145,19 +145,32 @@ class Content(_Data):
 
 
 class Usage(_Data):
-    """Token usage reported by a provider."""
+    """Token usage reported by a provider, and its price.
+
+    `cached_tokens` are prompt tokens read from the provider's prompt cache and
+    `cache_write_tokens` those written to it (both are counted in `input_tokens` too).
+    `cost_usd` is the call's price in US dollars from a maintained price source
+    (`genai-prices`); None means *unpriced* (an unknown model, or no price source installed),
+    never free.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
     thoughts_tokens: int = 0
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None
 
     def __add__(self, other: Usage) -> Usage:
+        both_priced = self.cost_usd is not None and other.cost_usd is not None
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
             thoughts_tokens=self.thoughts_tokens + other.thoughts_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            # A sum with an unpriced part is unpriced: a partial figure would read as the cost.
+            cost_usd=(self.cost_usd or 0.0) + (other.cost_usd or 0.0) if both_priced else None,
         )

@@ -264,6 +264,8 @@ async def test_response_with_thinking_text_and_tool_use() -> None:
         "total_tokens": 134,
         "thoughts_tokens": 3,
         "cached_tokens": 100,
+        "cache_write_tokens": 5,
+        "cost_usd": None,
     }
 
 
@@ -522,7 +524,10 @@ async def test_agent_tool_round_trip_over_the_wire(streaming: bool) -> None:
             user_id="u",
             session_id="s",
             new_message="Weather in Paris?",
-            run_config=RunConfig(streaming_mode="sse" if streaming else "none"),
+            # The exact bodies: without the cache breakpoints (their own test covers them).
+            run_config=RunConfig(
+                streaming_mode="sse" if streaming else "none", prompt_caching=False
+            ),
         )
     ]
     final = [e for e in events_out if not e.partial]

@@ -295,6 +295,8 @@ async def test_response_with_thought_function_call_and_usage() -> None:
         "total_tokens": 50,
         "thoughts_tokens": 12,
         "cached_tokens": 10,
+        "cache_write_tokens": 0,
+        "cost_usd": None,
     }
 
 

@@ -254,6 +254,8 @@ async def test_text_response_with_usage_and_finish_reason() -> None:
         "total_tokens": 18,
         "thoughts_tokens": 2,
         "cached_tokens": 4,
+        "cache_write_tokens": 0,
+        "cost_usd": None,
     }
 
 

@@ -18,6 +18,7 @@ from rondo.errors import (
     ModelTimeoutError,
 )
 from rondo.models.base import ModelRequest, ModelResponse
+from rondo.models.pricing import priced
 from rondo.types import Content
 
 if TYPE_CHECKING:
@@ -192,6 +193,11 @@ async def call_model(
                 yield await _after_model(agent, ctx, cb_ctx, response) if run_after else response
                 return
             response = populate_client_call_ids(response)
+            if not response.partial and response.usage is not None:
+                # O6: the call's price travels with its usage into the record.
+                usage = priced(model, response.usage)
+                if usage is not response.usage:
+                    response = response.model_copy(update={"usage": usage})
             if traced is not None and not response.partial:
                 traced.response(response)
             if run_after:

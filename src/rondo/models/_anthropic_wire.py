@@ -22,6 +22,7 @@ from anthropic.types import (
     OutputConfigParam,
     RawContentBlockDelta,
     RawMessageStreamEvent,
+    TextBlockParam,
     ThinkingConfigParam,
     ToolChoiceParam,
     ToolParam,
@@ -200,6 +201,46 @@ def build_tools(declarations: Iterable[FunctionDeclaration]) -> list[ToolParam]:
     return tools
 
 
+# Anthropic allows four cache breakpoints per request.
+MAX_BREAKPOINTS = 4
+_EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+
+
+def build_system(text: str | None, *, cache: bool) -> str | list[TextBlockParam] | None:
+    """The system prompt; with `cache`, one text block carrying a cache breakpoint."""
+    if not text:
+        return None
+    if not cache:
+        return text
+    return [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]
+
+
+def mark_cache_breakpoints(
+    messages: list[MessageParam], tools: list[ToolParam], *, system: bool
+) -> None:
+    """K3: breakpoints on the stable prefix — the system prompt (already marked by
+    `build_system`), the last tool declaration, and the ends of the last two messages. The
+    last message's mark is where the next step's request (this one plus the model's answer
+    and the tool results) finds its prefix cached; the one before it keeps a hit when the last
+    message is replaced (a retry). Marks on the latest blocks move as the conversation grows,
+    so the cached prefix stays byte-identical from step to step."""
+    left = MAX_BREAKPOINTS - (1 if system else 0)
+    if tools and left:
+        tools[-1]["cache_control"] = {"type": "ephemeral"}
+        left -= 1
+    for message in reversed(messages):
+        if not left:
+            break
+        blocks = message["content"]
+        if isinstance(blocks, str) or not blocks:
+            continue
+        last = cast(dict[str, Any], list(blocks)[-1])
+        if last.get("type") in ("thinking", "redacted_thinking"):
+            continue  # thinking blocks cannot carry a breakpoint
+        last["cache_control"] = dict(_EPHEMERAL)
+        left -= 1
+
+
 def build_tool_choice(choice: str | None) -> ToolChoiceParam | None:
     if choice is None:
         return None
@@ -250,7 +291,8 @@ def convert_usage(usage: AnthropicUsage | MessageDeltaUsage) -> Usage:
     # rondo counts cached prompt tokens as input (as OpenAI and Gemini do); Anthropic reports
     # them apart from `input_tokens`.
     cache_read = usage.cache_read_input_tokens or 0
-    prompt = (usage.input_tokens or 0) + (usage.cache_creation_input_tokens or 0) + cache_read
+    cache_write = usage.cache_creation_input_tokens or 0
+    prompt = (usage.input_tokens or 0) + cache_write + cache_read
     details = usage.output_tokens_details
     return Usage(
         input_tokens=prompt,
@@ -258,6 +300,7 @@ def convert_usage(usage: AnthropicUsage | MessageDeltaUsage) -> Usage:
         total_tokens=prompt + usage.output_tokens,
         thoughts_tokens=details.thinking_tokens if details is not None else 0,
         cached_tokens=cache_read,
+        cache_write_tokens=cache_write,
     )
 
 

@@ -32,9 +32,11 @@ from rondo.models._anthropic_wire import (
     EventReader,
     build_messages,
     build_output_config,
+    build_system,
     build_thinking,
     build_tool_choice,
     build_tools,
+    mark_cache_breakpoints,
     parse_message,
 )
 from rondo.models._retry import (
@@ -201,11 +203,16 @@ class AnthropicModel(SdkModel[AsyncAnthropic]):
                 extra[key] = value
         if config.extra:
             extra.update(config.extra)
+        cache = bool(config.prompt_cache)
+        messages = build_messages(request.contents)
+        system = build_system(config.system_instruction, cache=cache)
+        if cache:
+            mark_cache_breakpoints(messages, tools, system=system is not None)
         return await self._client().messages.create(
             model=self.name,
             max_tokens=max_tokens,
-            messages=build_messages(request.contents),
-            system=_given(config.system_instruction or None),
+            messages=messages,
+            system=_given(system),
             tools=tools if tools else omit,
             tool_choice=_given(choice),
             thinking=_given(thinking),

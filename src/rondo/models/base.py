@@ -56,6 +56,11 @@ class GenerateConfig(BaseModel):
     thinking_budget: int | None = None
     include_thoughts: bool | None = None
     labels: dict[str, str] | None = None
+    # K3/O6 prompt caching: set per request from `RunConfig.prompt_caching` (False here turns
+    # it off for one agent). Adapters mark what they can: Anthropic `cache_control`
+    # breakpoints, OpenAI's `prompt_cache_key` (this key: one per session).
+    prompt_cache: bool | None = None
+    prompt_cache_key: str | None = None
     # Provider-specific settings passed through untouched.
     extra: dict[str, Any] | None = None
 

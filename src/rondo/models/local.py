@@ -293,6 +293,9 @@ class LocalModel:
     `LocalModel` of the same file in the process.
     """
 
+    # Runs on this machine: its calls cost nothing (rondo.models.pricing).
+    provider = "local"
+
     def __init__(
         self,
         model_path: str | Path,

@@ -63,6 +63,7 @@ class OpenAIModel(SdkModel[AsyncOpenAI]):
     transport; `retry` replaces the SDK's own retries. `max_tokens_param` picks the request
     field for `max_output_tokens`: OpenAI wants `max_completion_tokens`, most compatible
     servers only know `max_tokens` (the default when `base_url` is not OpenAI's).
+    `send_cache_key`: send the per-session `prompt_cache_key` (default: to OpenAI only).
     """
 
     def __init__(
@@ -80,6 +81,7 @@ class OpenAIModel(SdkModel[AsyncOpenAI]):
         max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None,
         stream_usage: bool = True,
         capabilities: ModelCapabilities | None = None,
+        send_cache_key: bool | None = None,
     ) -> None:
         self.name = name
         self.retry = retry or RetryPolicy()
@@ -89,6 +91,9 @@ class OpenAIModel(SdkModel[AsyncOpenAI]):
         )
         resolved_url = base_url or env_value("OPENAI_BASE_URL")
         official = resolved_url is None or "api.openai.com" in resolved_url
+        # OpenAI's `prompt_cache_key` (K3): sent to OpenAI itself; other servers may refuse
+        # a parameter they do not know, so there it is sent only when asked for.
+        self.send_cache_key = official if send_cache_key is None else send_cache_key
         self.max_tokens_param = max_tokens_param or (
             "max_completion_tokens" if official else "max_tokens"
         )
@@ -195,6 +200,9 @@ class OpenAIModel(SdkModel[AsyncOpenAI]):
             ),
             stream=stream,
             stream_options={"include_usage": True} if stream and self.stream_usage else omit,
+            prompt_cache_key=_given(
+                config.prompt_cache_key if config.prompt_cache and self.send_cache_key else None
+            ),
             extra_body=extra or None,
         )
 

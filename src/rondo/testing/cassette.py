@@ -197,7 +197,15 @@ def request_record(request: ModelRequest) -> dict[str, Any]:
     config = request.config
     settings = config.model_dump(
         mode="json",
-        exclude={"system_instruction", "tools", "labels", "extra"},
+        # The cache hints say how to send a request, not what it asks (the key is per session).
+        exclude={
+            "system_instruction",
+            "tools",
+            "labels",
+            "extra",
+            "prompt_cache",
+            "prompt_cache_key",
+        },
         exclude_none=True,
     )
     if config.extra:

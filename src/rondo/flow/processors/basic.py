@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING
 
 from rondo.models.base import GenerateConfig, ModelRequest, model_capabilities
@@ -28,3 +29,17 @@ def basic_processor(flow: Flow, ctx: InvocationContext, request: ModelRequest) -
     if schema is not None and agent.mode != "task" and not needs_output_schema_fallback(flow):
         request.config.response_schema = dict(schema)
         request.config.response_mime_type = "application/json"
+    cache_hints(ctx, request.config)
+
+
+def cache_hints(ctx: InvocationContext, config: GenerateConfig) -> None:
+    """K3: the request may be cached by prefix — one cache key per session, so requests of
+    different users never share an entry (the key is a digest: no id reaches the provider)."""
+    if not ctx.run_config.prompt_caching or config.prompt_cache is False:
+        config.prompt_cache = False
+        return
+    config.prompt_cache = True
+    if config.prompt_cache_key is None:
+        session = ctx.session
+        raw = f"{session.app_name}\x00{session.user_id}\x00{session.id}".encode()
+        config.prompt_cache_key = hashlib.sha256(raw).hexdigest()[:32]
