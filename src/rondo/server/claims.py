@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 
 from rondo.server.errors import NotFoundError, RunInProgressError
 from rondo.server.streams import ActiveRuns
-from rondo.sessions.base import BaseSessionService
+from rondo.sessions.base import BaseSessionService, check_ids
 
 __all__ = ["CLAIM_TTL", "SessionClaims"]
 
@@ -51,6 +51,7 @@ class SessionClaims:
         """Claim the session; returns its (idempotent) release. `RunInProgressError` if busy;
         `NotFoundError` if a shared store has no such session (a store of one process is not
         asked: check that the session exists first)."""
+        check_ids(app_name, user_id, session_id)  # a bad id is a 400 before any claim
         local = self._runs.claim(app_name, user_id, session_id)
         store = self._store
         if not store.shared:
