@@ -110,8 +110,8 @@ def status_for(exc: BaseException) -> int:
 # What a client reads about a store failure: the message itself names the database.
 STORE_UNAVAILABLE = (
     "StoreUnavailableError: the session store is unavailable (its database is down, "
-    "restarting, or locked by another process); nothing more was stored — send the request "
-    "again shortly (the server log has the details)"
+    "restarting, or locked by another process); read the session to see what was stored, "
+    "then send the request again shortly (the server log has the details)"
 )
 SCHEMA_MISMATCH = (
     "SchemaVersionError: the session store's database schema does not match this server's "
