@@ -34,10 +34,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(app: Any, host: str = "127.0.0.1") -> Iterator[str]:
-    """Run `app` on uvicorn in a thread; yields its base URL."""
+def serve(app: Any, host: str = "127.0.0.1", **config_options: Any) -> Iterator[str]:
+    """Run `app` on uvicorn in a thread (more `uvicorn.Config` options may be given); yields
+    its base URL."""
     port = free_port()
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", lifespan="on", **config_options
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
     thread.start()
