@@ -56,6 +56,22 @@ def serve(app: Any, host: str = "127.0.0.1", **config_options: Any) -> Iterator[
         thread.join(10)
 
 
+def wait_for_health(url: str, process: Any, output: Any = lambda: "") -> None:
+    """Wait until the server `process` (a `subprocess.Popen`) answers `url`/health; raise with
+    `output()` if it exits or takes over a minute."""
+    import httpx
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            httpx.get(f"{url}/health", timeout=1)
+            return
+        except httpx.TransportError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not start:\n{output()}") from None
+            time.sleep(0.1)
+
+
 def sse_events(text: str) -> list[dict[str, Any]]:
     """The events of an SSE body, checking ADK's framing: `data: <one-line JSON>`, blank line."""
     assert text.endswith("\n\n"), f"stream does not end with a blank line: {text[-40:]!r}"
