@@ -141,6 +141,9 @@ def _ids(ctx: InvocationContext) -> dict[str, Any]:
         # query by `rondo.*` finds it as well as by the GenAI convention's name.
         "rondo.session_id": session_id,
         "rondo.app_name": ctx.app_name,
+        # Whose session it is (google-adk marks its spans so too): the server's trace routes
+        # show a user only their own spans, whatever their sessions are named (issue 26).
+        "rondo.user_id": ctx.user_id,
         # The ids google-adk's dev UI finds spans by (its Trace tab reads these).
         "gcp.vertex.agent.session_id": session_id,
         "gcp.vertex.agent.invocation_id": ctx.invocation_id,

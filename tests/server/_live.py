@@ -34,10 +34,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(app: Any, host: str = "127.0.0.1") -> Iterator[str]:
-    """Run `app` on uvicorn in a thread; yields its base URL."""
+def serve(app: Any, host: str = "127.0.0.1", **config_options: Any) -> Iterator[str]:
+    """Run `app` on uvicorn in a thread (more `uvicorn.Config` options may be given); yields
+    its base URL."""
     port = free_port()
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", lifespan="on", **config_options
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
     thread.start()
@@ -51,6 +54,22 @@ def serve(app: Any, host: str = "127.0.0.1") -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def wait_for_health(url: str, process: Any, output: Any = lambda: "") -> None:
+    """Wait until the server `process` (a `subprocess.Popen`) answers `url`/health; raise with
+    `output()` if it exits or takes over a minute."""
+    import httpx
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            httpx.get(f"{url}/health", timeout=1)
+            return
+        except httpx.TransportError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not start:\n{output()}") from None
+            time.sleep(0.1)
 
 
 def sse_events(text: str) -> list[dict[str, Any]]:

@@ -90,3 +90,29 @@ async def test_empty_ids_and_bad_names_are_refused_by_the_filesystem(
         await service.save_artifact(
             app_name="", user_id="u", session_id="s", filename="ok", artifact=Part(text="x")
         )
+
+
+@pytest.mark.parametrize("make", ["memory", "file"])
+async def test_w3_a_name_too_long_for_a_file_name_is_refused_by_every_store(
+    make: str, tmp_path: Path
+) -> None:
+    # Issue 26: one rule in every store, so a name that works in memory works on disk too.
+    service = InMemoryArtifactService() if make == "memory" else FileArtifactService(tmp_path)
+    with pytest.raises(InvalidArtifactNameError, match="too long"):
+        await service.save_artifact(**WHERE, filename="报" * 90, artifact=Part(text="x"))
+    longest = "n" * 255  # 255 bytes encoded: the longest file name
+    assert await service.save_artifact(**WHERE, filename=longest, artifact=Part(text="x")) == 0
+    assert await service.list_artifact_keys(**WHERE) == [longest]
+
+
+async def test_w3_a_long_non_ascii_user_id_fits_the_file_system(tmp_path: Path) -> None:
+    service = FileArtifactService(tmp_path)
+    users = ["名" * 128, "名" * 127 + "字"]  # same first characters: distinct directories
+    for i, user in enumerate(users):
+        where = {**WHERE, "user_id": user}
+        await service.save_artifact(**where, filename="user:a", artifact=Part(text=str(i)))
+    for i, user in enumerate(users):
+        where = {**WHERE, "user_id": user}
+        assert await service.load_artifact(**where, filename="user:a") == Part(text=str(i))
+    names = [name for _dir, dirs, files in os.walk(tmp_path) for name in dirs + files]
+    assert max(len(name.encode()) for name in names) <= 255

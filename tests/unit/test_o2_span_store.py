@@ -72,3 +72,19 @@ def test_o2_a_span_without_session_joins_the_session_of_its_trace() -> None:
     names = [s.name for s in store.session_spans("app", "s1")]
     assert names == ["http call", "invoke_agent a", "POST /run"]
     assert store.session_spans("other-app", "s1") == []
+
+
+def test_o2_w3_sessions_of_the_same_name_are_kept_per_user() -> None:
+    # Issue 26 item 1: (app, user, session), so bob's "main" is not alice's "main".
+    store = SpanStore()
+    tracer = _tracer(store)
+    for user in ("alice", "bob"):
+        attributes = _ids("main", **{"rondo.user_id": user, "gcp.vertex.agent.event_id": user})
+        with tracer.start_as_current_span(f"run {user}", attributes=attributes):
+            pass
+    assert [s.name for s in store.session_spans("app", "main", "alice")] == ["run alice"]
+    assert [s.name for s in store.session_spans("app", "main", "bob")] == ["run bob"]
+    assert store.session_spans("app", "main", "carol") == []
+    assert len(store.session_spans("app", "main")) == 2  # a server without users: anyone's
+    assert store.event_span("app", "bob", "alice") is None
+    assert store.event_span("app", "bob", "bob") is not None

@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from urllib.parse import quote, unquote
 
 from rondo.errors import InvalidArtifactNameError
 
-__all__ = ["USER_SCOPE_PREFIX", "check_name", "decode_segment", "encode_segment", "is_user_scoped"]
+__all__ = [
+    "MAX_SEGMENT_BYTES",
+    "USER_SCOPE_PREFIX",
+    "check_name",
+    "decode_segment",
+    "encode_segment",
+    "is_user_scoped",
+]
 
 USER_SCOPE_PREFIX = "user:"
 _DRIVE = re.compile(r"^[A-Za-z]:")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# The longest file name most file systems take (ext4, APFS, NTFS: 255 bytes or UTF-16 units).
+MAX_SEGMENT_BYTES = 255
+# An id whose encoded segment would be longer is stored under its first characters and a hash
+# of the whole; `%%` never occurs in percent-encoding, so such a name is never another id's.
+_KEPT = 120
 
 
 def is_user_scoped(filename: str) -> bool:
@@ -33,6 +47,8 @@ def check_name(filename: str) -> str:
         problem = "it is empty"
     elif "\x00" in name:
         problem = "it contains a NUL character"
+    elif not name.isascii() and _SURROGATE.search(name):
+        problem = "it contains a lone surrogate, which is not UTF-8"
     elif "\\" in name:
         problem = "it contains a backslash"
     elif name.startswith("/") or _DRIVE.match(name):
@@ -44,6 +60,13 @@ def check_name(filename: str) -> str:
             f"invalid artifact name {filename!r}: {problem}; artifact names must stay inside "
             "their directory"
         )
+    encoded = len(quote(filename, safe=""))
+    if encoded > MAX_SEGMENT_BYTES:
+        # Every store refuses it alike, so a name that works in memory works on disk too.
+        raise InvalidArtifactNameError(
+            f"artifact name {filename[:32]!r}… is too long: {encoded} bytes once "
+            f"percent-encoded as a file name, at most {MAX_SEGMENT_BYTES}"
+        )
     return filename
 
 
@@ -52,6 +75,10 @@ def encode_segment(value: str) -> str:
     if not value:
         raise InvalidArtifactNameError("an empty app, user, session or artifact name")
     encoded = quote(value, safe="")
+    if len(encoded) > MAX_SEGMENT_BYTES:
+        # A long non-ASCII id (128 characters of 3-byte UTF-8 are 1,152 encoded) still fits.
+        digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+        encoded = f"{encoded[:_KEPT]}%%{digest}"
     return "%2E" + encoded[1:] if encoded.startswith(".") else encoded
 
 

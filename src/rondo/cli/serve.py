@@ -55,6 +55,28 @@ MaxBody = Annotated[
     int, typer.Option("--max-body-bytes", help="Largest request body accepted (413 beyond).")
 ]
 LogLevel = Annotated[str, typer.Option("--log-level", help="uvicorn's log level.")]
+KeepAlive = Annotated[
+    float,
+    typer.Option(
+        "--timeout-keep-alive", help="Seconds an idle connection is kept between requests."
+    ),
+]
+HeaderTimeout = Annotated[
+    float,
+    typer.Option(
+        "--timeout-header",
+        help="Seconds a client has to send a request's head (from connecting, or from its last "
+        "request); 408 and closed after.",
+    ),
+]
+BodyTimeout = Annotated[
+    float,
+    typer.Option(
+        "--timeout-body",
+        help="Seconds a request body may stop arriving before the request gets 408 and its "
+        "connection is closed.",
+    ),
+]
 A2A = Annotated[
     bool,
     typer.Option(
@@ -89,6 +111,7 @@ class ServeOptions:
     web: bool
     a2a: bool = False
     traces: bool = False
+    timeouts: tuple[float, float, float] = (5.0, 10.0, 30.0)  # keep-alive, header, body
 
 
 def check_bind(host: str, auth_tokens: str | None, allow_unauthenticated: bool) -> None:
@@ -115,12 +138,16 @@ def _serve(options: ServeOptions) -> None:
             from rondo.server.guard import is_loopback
         except ImportError as exc:
             raise CliError(f"the server needs its extra ({_INSTALL}): {exc}") from exc
+        from rondo.server.timeouts import ServerTimeouts, uvicorn_options
+
+        timeouts = ServerTimeouts(*options.timeouts)
         app = create_app(
             options.agents_dir,
             db=options.db,
             allow_origins=options.allow_origins,
             auth_tokens=options.auth_tokens,
             max_body_bytes=options.max_body_bytes,
+            body_timeout=timeouts.body,
             loopback_only=is_loopback(options.host) and options.auth_tokens is None,
             web=options.web,
             a2a=options.a2a,
@@ -137,7 +164,13 @@ def _serve(options: ServeOptions) -> None:
     from rondo.server.process import tune_gc
 
     tune_gc()  # fewer, shorter collector pauses for every in-flight request
-    uvicorn.run(app, host=options.host, port=options.port, log_level=options.log_level)
+    uvicorn.run(
+        app,
+        host=options.host,
+        port=options.port,
+        log_level=options.log_level,
+        **uvicorn_options(timeouts),  # slow and idle clients are bounded (issue 26)
+    )
 
 
 def register(app: typer.Typer) -> None:
@@ -156,13 +189,16 @@ def register(app: typer.Typer) -> None:
         log_level: LogLevel = "info",
         a2a: A2A = False,
         traces: Traces = False,
+        timeout_keep_alive: KeepAlive = 5.0,
+        timeout_header: HeaderTimeout = 10.0,
+        timeout_body: BodyTimeout = 30.0,
     ) -> None:
         """Serve the apps of AGENTS_DIR with google-adk's REST + SSE API (and rondo's)."""
         _serve(
             ServeOptions(
                 agents_dir, host, port, db, tuple(allow_origin or ()), auth_tokens,
                 allow_unauthenticated, max_body_bytes, log_level, web=False, a2a=a2a,
-                traces=traces,
+                traces=traces, timeouts=(timeout_keep_alive, timeout_header, timeout_body),
             )
         )  # fmt: skip
 
@@ -177,11 +213,15 @@ def register(app: typer.Typer) -> None:
         allow_unauthenticated: Unauthenticated = False,
         max_body_bytes: MaxBody = 10 * 1024 * 1024,
         log_level: LogLevel = "info",
+        timeout_keep_alive: KeepAlive = 5.0,
+        timeout_header: HeaderTimeout = 10.0,
+        timeout_body: BodyTimeout = 30.0,
     ) -> None:
         """Serve the API of `api-server` and rondo's web UI at `/`."""
         _serve(
             ServeOptions(
                 agents_dir, host, port, db, tuple(allow_origin or ()), auth_tokens,
                 allow_unauthenticated, max_body_bytes, log_level, web=True, traces=True,
+                timeouts=(timeout_keep_alive, timeout_header, timeout_body),
             )
         )  # fmt: skip

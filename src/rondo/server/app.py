@@ -20,6 +20,7 @@ from rondo.server.errors import install_error_handlers
 from rondo.server.guard import RequestGuard
 from rondo.server.limits import BodyLimit
 from rondo.server.state import ServerState
+from rondo.server.timeouts import ServerTimeouts
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -28,9 +29,10 @@ if TYPE_CHECKING:
     from rondo.artifacts.base import BaseArtifactService
     from rondo.sessions.base import BaseSessionService
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "UI_DIR", "create_app"]
+__all__ = ["DEFAULT_BODY_TIMEOUT", "DEFAULT_MAX_BODY_BYTES", "UI_DIR", "create_app"]
 
 DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
+DEFAULT_BODY_TIMEOUT = ServerTimeouts().body
 UI_DIR = Path(__file__).parent / "ui"
 
 
@@ -69,6 +71,7 @@ def create_app(
     allow_origins: Sequence[str] = (),
     auth_tokens: TokenAuth | Mapping[str, str] | str | Path | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
     loopback_only: bool = False,
     web: bool = False,
     a2a: bool = False,
@@ -79,7 +82,9 @@ def create_app(
     `db` is what `rondo run --db` takes (a SQLAlchemy URL, a SQLite path, `memory`; default
     SQLite at `.rondo/sessions.db`), unless `session_service` is given. `auth_tokens` (a
     tokens file, a mapping or a `TokenAuth`) makes every request need a bearer token bound to
-    one user. `loopback_only` refuses requests whose Host is not the loopback (set it when
+    one user. `body_timeout` answers 408 to a request whose body stops arriving for that many
+    seconds (None: wait forever; the keep-alive and header timeouts are the HTTP server's:
+    `rondo.server.timeouts.uvicorn_options`). `loopback_only` refuses requests whose Host is not the loopback (set it when
     binding 127.0.0.1). `web` serves rondo's web UI at `/`. `a2a` also serves each app over
     A2A at `/a2a/{app}` (the `a2a` extra; see `rondo.a2a`). `trace_store` keeps the spans of
     recent sessions in memory for the trace routes and the web UI's Trace tab (installing an
@@ -87,6 +92,8 @@ def create_app(
     """
     if max_body_bytes <= 0:
         raise ConfigurationError(f"max_body_bytes must be positive, got {max_body_bytes}")
+    if body_timeout is not None and not body_timeout > 0:
+        raise ConfigurationError(f"body_timeout must be positive, got {body_timeout}")
     auth = _auth(auth_tokens)
     sessions, artifacts, owned = _stores(db, session_service, artifact_service)
     apps = AppRegistry(agents_dir, session_service=sessions, artifact_service=artifacts)
@@ -130,7 +137,7 @@ def create_app(
         app.mount("/a2a", a2a_apps)
     if web:
         _mount_ui(app)
-    _add_middleware(app, auth, allow_origins, max_body_bytes, loopback_only, web)
+    _add_middleware(app, auth, allow_origins, (max_body_bytes, body_timeout), loopback_only, web)
     return app
 
 
@@ -163,13 +170,13 @@ def _add_middleware(
     app: FastAPI,
     auth: TokenAuth | None,
     allow_origins: Sequence[str],
-    max_body_bytes: int,
+    body: tuple[int, float | None],
     loopback_only: bool,
     web: bool,
 ) -> None:
     # Added last = runs first: guard, CORS, tokens, body limit, then the routes. CORS before
     # the tokens, so a browser can read a 401 and preflights need no token.
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(BodyLimit, max_bytes=body[0], read_timeout=body[1])
     app.add_middleware(TokenMiddleware, auth=auth, web=web)
     if allow_origins:
         app.add_middleware(

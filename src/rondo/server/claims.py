@@ -9,6 +9,11 @@ of `append_event` still refuses any stale write beneath this.
 A store claim lapses `CLAIM_TTL` seconds after its last renewal, so a replica that died mid-run
 keeps its sessions busy for at most that long. A live replica renews every claim it holds in
 one statement every third of that, from one background task (no task per run).
+
+Releasing never fails the run: when the store is down at that moment (the run itself most
+likely failed for it), the claim is freed here at once and its row is deleted in the
+background as soon as the store answers again, so the session is not busy for the rest of
+`CLAIM_TTL` once the store is back, and the stream still ends with its error event (issue 26).
 """
 
 from __future__ import annotations
@@ -16,12 +21,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 
 from rondo.server.errors import NotFoundError, RunInProgressError
 from rondo.server.streams import ActiveRuns
-from rondo.sessions.base import BaseSessionService
+from rondo.sessions.base import BaseSessionService, check_ids
 
 __all__ = ["CLAIM_TTL", "SessionClaims"]
 
@@ -29,6 +35,9 @@ logger = logging.getLogger("rondo.server")
 
 # How long a claim outlives its last renewal: how long a dead replica keeps its sessions busy.
 CLAIM_TTL = 30.0
+# A release the store refused is tried again after these waits (the last one repeats), until
+# it succeeds or the claim has lapsed anyway.
+_RETRY_WAITS = (0.2, 0.5, 1.0, 2.0)
 
 BUSY = (
     "session {sid!r} is busy: another run on it has not finished (perhaps on another server); "
@@ -46,11 +55,13 @@ class SessionClaims:
         self._runs = runs
         self._held: set[str] = set()  # the owner tokens of this server's store claims
         self._renewal: asyncio.Task[None] | None = None
+        self._retries: set[asyncio.Task[None]] = set()  # releases waiting for the store
 
     async def take(self, app_name: str, user_id: str, session_id: str) -> Release:
         """Claim the session; returns its (idempotent) release. `RunInProgressError` if busy;
         `NotFoundError` if a shared store has no such session (a store of one process is not
         asked: check that the session exists first)."""
+        check_ids(app_name, user_id, session_id)  # a bad id is a 400 before any claim
         local = self._runs.claim(app_name, user_id, session_id)
         store = self._store
         if not store.shared:
@@ -81,9 +92,32 @@ class SessionClaims:
             self._held.discard(owner)
             local()
             # Shielded: a client that went away must not leave the session claimed.
-            await asyncio.shield(store.release_run(**ids, owner=owner))
+            try:
+                await asyncio.shield(store.release_run(**ids, owner=owner))
+            except Exception as exc:
+                logger.warning("releasing the claim on session %r failed: %s", session_id, exc)
+                self._retry_later(ids, owner)
 
         return release
+
+    def _retry_later(self, ids: dict[str, str], owner: str) -> None:
+        task = asyncio.create_task(self._release_when_back(ids, owner))
+        self._retries.add(task)
+        task.add_done_callback(self._retries.discard)
+
+    async def _release_when_back(self, ids: dict[str, str], owner: str) -> None:
+        # The claim was last renewed at most CLAIM_TTL / 3 ago: past the TTL it has lapsed.
+        deadline = time.monotonic() + CLAIM_TTL
+        attempt = 0
+        while time.monotonic() < deadline:
+            await asyncio.sleep(_RETRY_WAITS[min(attempt, len(_RETRY_WAITS) - 1)])
+            attempt += 1
+            try:
+                await self._store.release_run(**ids, owner=owner)
+            except Exception:
+                continue
+            logger.info("released the claim on session %r", ids["session_id"])
+            return
 
     async def _renew(self) -> None:
         while True:
@@ -96,6 +130,8 @@ class SessionClaims:
                 logger.warning("renewing the session claims failed: %s", exc)
 
     async def close(self) -> None:
+        for task in list(self._retries):
+            task.cancel()
         if self._renewal is not None:
             self._renewal.cancel()
             with contextlib.suppress(asyncio.CancelledError):

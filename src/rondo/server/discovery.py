@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
+import re
 import sys
 import threading
 from dataclasses import dataclass
@@ -90,7 +91,11 @@ class AppRegistry:
         # Only a plain folder name can be an app: no separators, no '..'.
         if not name or "/" in name or "\\" in name or name != Path(name).name:
             raise self._not_found(name)
-        if not _is_app_dir(self.root / name):
+        try:
+            found = _is_app_dir(self.root / name)
+        except (OSError, ValueError):  # a name too long for the file system, a NUL in it
+            found = False
+        if not found:
             raise self._not_found(name)
 
     def _not_found(self, name: str) -> AppNotFoundError:
@@ -145,7 +150,13 @@ def _load_root_agent(folder: Path) -> BaseAgent:
         module = _import_app(folder)
     except Exception as exc:
         logger.exception("app %r failed to load", name)
-        raise AppLoadError(f"app {name!r} cannot be loaded: {type(exc).__name__}: {exc}") from exc
+        # The client reads what went wrong, not where: paths become names relative to
+        # AGENTS_DIR (or bare file names); the server log above has the traceback.
+        problem = _without_paths(f"{type(exc).__name__}: {exc}", folder.parent)
+        raise AppLoadError(
+            f"app {name!r} cannot be loaded ({problem}); fix its code and send the request "
+            "again (the server log has the traceback)"
+        ) from exc
     agent = getattr(module, "root_agent", None)
     if agent is None:
         child = getattr(module, "agent", None)
@@ -157,6 +168,15 @@ def _load_root_agent(folder: Path) -> BaseAgent:
             f"`root_agent` of app {name!r} is a {type(agent).__name__}, not a rondo agent"
         )
     return agent
+
+
+_PATH = re.compile(r"(?:[A-Za-z]:)?[\\/](?:[^\s'\"\\/]+[\\/])+([^\s'\"\\/,:()]*)")
+
+
+def _without_paths(text: str, root: Path) -> str:
+    """`text` with AGENTS_DIR's path cut off and any other absolute path cut to its name."""
+    text = text.replace(f"{root}{'/' if str(root) != '/' else ''}", "")
+    return _PATH.sub(lambda m: m.group(1) or "…", text)
 
 
 # Servers in one process (tests, an embedding app) may load apps from their own threads: one

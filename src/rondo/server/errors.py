@@ -1,8 +1,11 @@
 """The one place that turns errors into HTTP answers (SPEC W3).
 
 Every answer is FastAPI's `{"detail": ...}` shape. rondo's own errors carry messages written
-for users and are passed on; anything else is logged with its traceback on the server and
-reaches the client as one generic line, so no traceback, path or secret ever leaves it. A run
+for users and are passed on — but for the store's own failures (a database that is down or
+locked, a schema of another version), whose messages name the database, its path or its SQL:
+those reach the client as a fixed sentence saying what to do, and the server log has the rest
+(issue 26). Anything else is logged with its traceback on the server and reaches the client as
+one generic line, so no traceback, path or secret ever leaves it. A run
 that fails after its stream started ends with one error event instead (`stream_error`).
 """
 
@@ -29,9 +32,11 @@ from rondo.errors import (
     InvalidStateValueError,
     ModelError,
     RondoError,
+    SchemaVersionError,
     SessionExistsError,
     SessionNotFoundError,
     StaleSessionError,
+    StoreUnavailableError,
 )
 from rondo.server.discovery import AppLoadError, AppNotFoundError
 
@@ -89,6 +94,7 @@ _STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (InvalidStateValueError, 422),
     (InvalidMessageError, 422),
     (ModelError, 502),
+    (StoreUnavailableError, 503),
     (AppLoadError, 500),
     (ConfigurationError, 500),
 )
@@ -101,10 +107,26 @@ def status_for(exc: BaseException) -> int:
     return 500
 
 
+# What a client reads about a store failure: the message itself names the database.
+STORE_UNAVAILABLE = (
+    "StoreUnavailableError: the session store is unavailable (its database is down, "
+    "restarting, or locked by another process); read the session to see what was stored, "
+    "then send the request again shortly (the server log has the details)"
+)
+SCHEMA_MISMATCH = (
+    "SchemaVersionError: the session store's database schema does not match this server's "
+    "version of rondo; its operator must migrate it (the server log has the details)"
+)
+
+
 def describe(exc: BaseException) -> str:
     """What a client may read about `exc`: rondo's message, or a generic line."""
     if isinstance(exc, _PLAIN):
         return str(exc)
+    if isinstance(exc, StoreUnavailableError):
+        return STORE_UNAVAILABLE
+    if isinstance(exc, SchemaVersionError):
+        return SCHEMA_MISMATCH
     if isinstance(exc, StaleSessionError):
         # The store's message speaks to library users (re-read the handle); this one to clients.
         return (
@@ -132,7 +154,7 @@ _PLAIN = (
 def stream_error(exc: BaseException) -> dict[str, Any]:
     """The final SSE event of a run that failed mid-stream, in ADK's shape."""
     message = describe(exc)
-    if not isinstance(exc, RondoError):
+    if not isinstance(exc, RondoError) or status_for(exc) >= 500:
         logger.error("a run failed mid-stream", exc_info=exc)
     return {
         "error": message,
@@ -148,7 +170,9 @@ async def _rondo_error(request: Request, exc: Exception) -> JSONResponse:
     status = status_for(exc)
     if status >= 500:
         logger.error("%s %s failed", request.method, request.url.path, exc_info=exc)
-    return JSONResponse({"detail": describe(exc)}, status_code=status)
+    # A store that is down or locked is worth asking again: say when, as HTTP does.
+    headers = {"Retry-After": "2"} if status == 503 else None
+    return JSONResponse({"detail": describe(exc)}, status_code=status, headers=headers)
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -1,18 +1,21 @@
-"""Request bodies over `--max-body-bytes` are refused with 413 (SPEC W3).
+"""Request bodies over `--max-body-bytes` are refused with 413, slow ones with 408 (SPEC W3).
 
 A declared `Content-Length` over the limit is refused before a byte is read; a chunked body
 (no length) is counted as it arrives and refused the moment it passes the limit, so no body
-is ever held in memory beyond it.
+is ever held in memory beyond it. With a `read_timeout` (`--timeout-body`), each piece of a
+body must arrive within that long of the previous one, or the request gets 408 and its
+connection is closed (issue 26: a client trickling a body holds no route forever).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["BodyLimit", "BodyTooLargeError"]
+__all__ = ["BodyLimit", "BodyTimeoutError", "BodyTooLargeError"]
 
 
 class BodyTooLargeError(HTTPException):
@@ -25,12 +28,24 @@ class BodyTooLargeError(HTTPException):
         )
 
 
-class BodyLimit:
-    """Pure ASGI middleware: at most `max_bytes` of request body."""
+class BodyTimeoutError(HTTPException):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            408,
+            detail=f"request timeout: the request's body stopped arriving for {seconds:g} s "
+            "(the server's --timeout-body)",
+            headers={"connection": "close"},
+        )
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+
+class BodyLimit:
+    """Pure ASGI middleware: at most `max_bytes` of request body, each piece within
+    `read_timeout` seconds of the last (None: no limit)."""
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int, read_timeout: float | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.read_timeout = read_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -45,14 +60,24 @@ class BodyLimit:
                 break
         received = 0
         started = False
+        timeout = self.read_timeout
+        body_done = False
 
         async def limited() -> Message:
-            nonlocal received
-            message = await receive()
+            nonlocal received, body_done
+            if timeout is None or body_done:
+                message = await receive()  # after the body: waiting for a disconnect is fine
+            else:
+                try:
+                    async with asyncio.timeout(timeout):
+                        message = await receive()
+                except TimeoutError:
+                    raise BodyTimeoutError(timeout) from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
                     raise BodyTooLargeError(limit)
+                body_done = not message.get("more_body", False)
             return message
 
         async def tracked(message: Message) -> None:
@@ -63,18 +88,19 @@ class BodyLimit:
 
         try:
             await self.app(scope, limited, tracked)
-        except BodyTooLargeError:
+        except (BodyTooLargeError, BodyTimeoutError) as exc:
             if started:
                 raise
-            await _refuse(send, limit)
+            await _refuse(send, limit, exc)
 
 
-async def _refuse(send: Send, limit: int) -> None:
-    body = json.dumps({"detail": BodyTooLargeError(limit).detail}).encode()
+async def _refuse(send: Send, limit: int, exc: HTTPException | None = None) -> None:
+    refusal = exc if exc is not None else BodyTooLargeError(limit)
+    body = json.dumps({"detail": refusal.detail}).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 413,
+            "status": refusal.status_code,
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),

@@ -4,7 +4,9 @@
 keeps, in memory, the finished spans of the traces rondo's runs took part in, as google-adk's
 dev server does: a trace is kept once one of its spans names a session (its
 `gen_ai.conversation.id`; every span rondo makes carries one), with the spans of that trace that
-ended before (a request's, a provider SDK's HTTP calls). Bounded: at most `max_traces` traces
+ended before (a request's, a provider SDK's HTTP calls). Sessions are indexed by (app, user,
+session): rondo's spans name the session's user (`rondo.user_id`), so two users' sessions of
+the same name never share spans (issue 26). Bounded: at most `max_traces` traces
 (the oldest go first, with their event index), `max_spans` spans per trace and `max_sessions`
 sessions in the index (the least recently traced go first).
 """
@@ -27,6 +29,7 @@ __all__ = ["SpanStore", "enable_span_store", "span_json"]
 
 _SESSION = "gen_ai.conversation.id"
 _APP = "rondo.app_name"
+_USER = "rondo.user_id"
 _EVENT = "gcp.vertex.agent.event_id"
 
 
@@ -55,7 +58,8 @@ class _Trace:
 
 
 class SpanStore(SpanProcessor):
-    """Finished spans of recent traces, indexed by (app, session) and by event id, bounded."""
+    """Finished spans of recent traces, indexed by (app, user, session) and by event id,
+    bounded."""
 
     def __init__(
         self, *, max_sessions: int = 200, max_traces: int = 2000, max_spans: int = 2000
@@ -70,8 +74,9 @@ class SpanStore(SpanProcessor):
         self._traces: OrderedDict[int, _Trace] = OrderedDict()
         # Spans of traces no session is known for yet (a request's spans that ended first).
         self._waiting: OrderedDict[int, list[ReadableSpan]] = OrderedDict()
-        self._sessions: OrderedDict[tuple[str, str], list[int]] = OrderedDict()
-        self._events: dict[str, tuple[str, ReadableSpan]] = {}
+        self._sessions: OrderedDict[tuple[str, str, str], list[int]] = OrderedDict()
+        # event id → (app, user, the span that produced it)
+        self._events: dict[str, tuple[str, str, ReadableSpan]] = {}
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         return None
@@ -90,11 +95,13 @@ class SpanStore(SpanProcessor):
                 trace = self._keep(trace_id)
             trace.spans.append(span)
             app = str(attributes.get(_APP, ""))
+            # A span of another instrumentation naming a session has no user: "" is nobody's.
+            user = str(attributes.get(_USER, ""))
             if isinstance(session_id, str):
-                self._index(app, session_id, trace_id)
+                self._index((app, user, session_id), trace_id)
             event_id = attributes.get(_EVENT)
             if isinstance(event_id, str):
-                self._events[event_id] = (app, span)
+                self._events[event_id] = (app, user, span)
                 trace.events.append(event_id)
 
     def _wait(self, trace_id: int, span: ReadableSpan) -> None:
@@ -112,8 +119,7 @@ class SpanStore(SpanProcessor):
                 self._events.pop(event_id, None)
         return trace
 
-    def _index(self, app: str, session_id: str, trace_id: int) -> None:
-        key = (app, session_id)
+    def _index(self, key: tuple[str, str, str], trace_id: int) -> None:
         traces = self._sessions.get(key)
         if traces is None:
             traces = self._sessions[key] = []
@@ -130,24 +136,43 @@ class SpanStore(SpanProcessor):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True
 
-    def session_spans(self, app: str, session_id: str) -> list[ReadableSpan]:
-        """The spans kept of every trace the session took part in, trace by trace.
+    def session_spans(
+        self, app: str, session_id: str, user_id: str | None = None
+    ) -> list[ReadableSpan]:
+        """The spans kept of every trace `user_id`'s session took part in, trace by trace
+        (`None`: of every user's session of that id, for a server without users).
 
         A trace belongs to each session it touched: an agent answering as a tool runs in a
         session of its own, and its spans show in the caller's session too (as in ADK)."""
         with self._lock:
+            if user_id is not None:
+                trace_ids = self._sessions.get((app, user_id, session_id), [])
+            else:
+                trace_ids = self._any_user(app, session_id)
             spans: list[ReadableSpan] = []
-            for trace_id in self._sessions.get((app, session_id), ()):
+            for trace_id in trace_ids:
                 trace = self._traces.get(trace_id)
                 if trace is not None:
                     spans.extend(trace.spans)
             return spans
 
-    def event_span(self, app: str, event_id: str) -> ReadableSpan | None:
-        """The span that produced the event `event_id` of `app`, if it is kept."""
+    def _any_user(self, app: str, session_id: str) -> list[int]:
+        found: dict[int, None] = {}  # ordered, without repeats
+        for (app_name, _user, session), trace_ids in self._sessions.items():
+            if app_name == app and session == session_id:
+                found.update(dict.fromkeys(trace_ids))
+        return list(found)
+
+    def event_span(
+        self, app: str, event_id: str, user_id: str | None = None
+    ) -> ReadableSpan | None:
+        """The span that produced the event `event_id` of `app` (of `user_id`'s sessions when
+        given), if it is kept."""
         with self._lock:
             found = self._events.get(event_id)
-            return found[1] if found is not None and found[0] == app else None
+            if found is None or found[0] != app:
+                return None
+            return found[2] if user_id is None or found[1] == user_id else None
 
 
 _enabled: SpanStore | None = None

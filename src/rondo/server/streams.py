@@ -18,7 +18,7 @@ import pydantic_core
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from rondo.errors import SessionNotFoundError, StaleSessionError
+from rondo.errors import InvalidMessageError, SessionNotFoundError, StaleSessionError
 from rondo.server.discovery import AppNotFoundError
 from rondo.server.errors import BadRequestError, NotFoundError, RunInProgressError, stream_error
 
@@ -36,6 +36,7 @@ _REFUSALS = (
     NotFoundError,
     AppNotFoundError,
     BadRequestError,
+    InvalidMessageError,  # a message no store can hold: refused before it is stored
 )
 
 _HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

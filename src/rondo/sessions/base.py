@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, overload
 
 from rondo._frozen import ReadOnlyDict
-from rondo.errors import InvalidIdError
+from rondo.errors import InvalidIdError, InvalidMessageError
 from rondo.events import Event, PendingCall
 from rondo.types import FunctionCall
 
@@ -31,6 +31,7 @@ __all__ = [
     "ListSessionsResponse",
     "Session",
     "apply_pending",
+    "check_event_text",
     "check_ids",
     "check_scope",
     "check_session_id",
@@ -106,6 +107,26 @@ def check_ids(app_name: object, user_id: object, session_id: object) -> None:
     _check_name("app name", app_name)
     _check_name("user id", user_id)
     check_session_id(session_id)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_event_text(event: Event) -> None:
+    """Refuse (`InvalidMessageError`) an event whose text holds a lone surrogate: it is not
+    UTF-8, so no store could write it or answer it as JSON, and a session holding it could
+    never be read again. Every store calls it before writing (issue 26)."""
+    content = event.content
+    if content is None:
+        return
+    for part in content.parts:
+        text = part.text
+        found = None if text is None or text.isascii() else _SURROGATE.search(text)
+        if found is not None:
+            raise InvalidMessageError(
+                f"the {content.role or 'message'} text holds a lone surrogate (at character "
+                f"{found.start()}), which is not UTF-8; send the text as valid Unicode"
+            )
 
 
 class EventLog(list[Event]):

@@ -22,6 +22,7 @@ from rondo.sessions.base import (
     ListSessionsResponse,
     Session,
     apply_pending,
+    check_event_text,
     check_ids,
     check_scope,
     check_session_id,
@@ -135,6 +136,7 @@ class InMemorySessionService(BaseSessionService):
         if event.partial:
             return event
         check_state_delta(event.actions.state_delta)  # before anything is written (SPEC G3)
+        check_event_text(event)
         stored = self._sessions.get((session.app_name, session.user_id, session.id))
         if stored is None:
             raise SessionNotFoundError(f"session {session.id!r} does not exist")

@@ -54,6 +54,7 @@ from rondo.sessions.base import (
     ListSessionsResponse,
     Session,
     apply_pending,
+    check_event_text,
     check_ids,
     check_scope,
     check_session_id,
@@ -345,8 +346,12 @@ class SqlSessionService(BaseSessionService):
     async def claim_run(
         self, *, app_name: str, user_id: str, session_id: str, owner: str, ttl: float
     ) -> ClaimResult:
+        # The ids are checked and the schema is set up before the claim's statement runs: a
+        # bad id is a 400 and a fresh database's first run finds its tables (issue 26).
+        check_ids(app_name, user_id, session_id)
         if self._claims is None:
             return "claimed"
+        await self._ready()
         return await self._claims.claim((app_name, user_id, session_id), owner, ttl)
 
     async def renew_runs(self, owners: Sequence[str], ttl: float) -> int:
@@ -619,6 +624,7 @@ class SqlSessionService(BaseSessionService):
         if event.partial:
             return event
         check_state_delta(event.actions.state_delta)  # before anything is written (SPEC G3)
+        check_event_text(event)
         await self._ready()
         key = (session.app_name, session.user_id, session.id)
         entry = self._cache.get(key)
