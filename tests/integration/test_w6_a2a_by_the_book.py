@@ -32,8 +32,9 @@ from a2a.types import (  # noqa: E402
 )
 from google.protobuf import json_format, struct_pb2  # noqa: E402
 
-from rondo import FunctionCall, FunctionTool  # noqa: E402
+from rondo import FunctionCall, FunctionTool, ToolContext  # noqa: E402
 from rondo.a2a import A2AApp  # noqa: E402
+from rondo.a2a.executor import MESSAGE_ID_KEY  # noqa: E402
 from rondo.errors import ConfigurationError  # noqa: E402
 from rondo.server import create_app  # noqa: E402
 
@@ -149,11 +150,13 @@ async def test_w6_a2a_public_card_is_public_under_auth_tokens_the_extended_card_
 # -- 2. follow-ups keep their context ---------------------------------------------------------
 
 deleted: list[str] = []
+message_ids: list[str] = []
 
 
-def delete_file(path: str) -> dict[str, Any]:
+def delete_file(path: str, tool_context: ToolContext) -> dict[str, Any]:
     """Delete a file."""
     deleted.append(path)
+    message_ids.append(tool_context.state[MESSAGE_ID_KEY])
     return {"deleted": path}
 
 
@@ -188,6 +191,7 @@ async def _send(client: Any, message: Message) -> Task:
 @pytest.mark.parametrize("confirmed", [True, False], ids=["approve", "reject"])
 async def test_w6_a2a_answer_naming_only_its_task_continues_its_context(confirmed: bool) -> None:
     deleted.clear()
+    message_ids.clear()
     runner = weather_runner(
         [FunctionCall(name="delete_file", args={"path": "a.txt"}), "Done with a.txt."],
         tools=[FunctionTool(delete_file, require_confirmation=True)],
@@ -203,6 +207,9 @@ async def test_w6_a2a_answer_naming_only_its_task_continues_its_context(confirme
     assert done.context_id == task.context_id
     assert done.status.state == TaskState.TASK_STATE_COMPLETED
     assert deleted == (["a.txt"] if confirmed else [])
+    # The run that applied the answer saw the A2A message id of the answer (item 3: clients
+    # such as the kit's 1.0 line steer agents by it); like any temp: key it is not stored.
+    assert message_ids == ([f"answer-{task.id}"] if confirmed else [])
     # One session, one conversation: the answer went to the call that waited for it.
     session = await runner.session_service.get_session(
         app_name="weather", user_id=f"A2A_USER_{task.context_id}", session_id=task.context_id
@@ -218,6 +225,28 @@ async def test_w6_a2a_answer_naming_only_its_task_continues_its_context(confirme
     assert responses[0] == {"error": "confirmation required"}
     assert len(responses) == 2
     assert ("deleted" in responses[1]) is confirmed
+    assert MESSAGE_ID_KEY not in session.state
+    assert all(MESSAGE_ID_KEY not in e.actions.state_delta for e in session.events)
+
+
+def steer(tool_context: ToolContext) -> dict[str, Any]:
+    """What the caller asked for, by its message id."""
+    message_id = str(tool_context.state.get(MESSAGE_ID_KEY))
+    message_ids.append(message_id)
+    return {"scenario": message_id.rsplit("-", 1)[0]}
+
+
+async def test_w6_a2a_message_id_is_the_runs_temp_state() -> None:
+    message_ids.clear()
+    runner = weather_runner(
+        [FunctionCall(name="steer", args={}), "Hello from TCK"] * 2, tools=[steer]
+    )
+    async with serve(A2AApp(runner)) as url:
+        client = await create_client(url, ClientConfig(streaming=True))
+        async with client:
+            first = await _send(client, _text("hi", "tck-complete-task-1"))
+            await _send(client, _text("hi", "tck-artifact-text-2", context_id=first.context_id))
+    assert message_ids == ["tck-complete-task-1", "tck-artifact-text-2"]
 
 
 async def test_w6_a2a_list_tasks_refuses_an_unknown_status_filter() -> None:
