@@ -107,7 +107,8 @@ async def test_w6_a2a_with_auth_tokens_needs_a_token_and_a_context_is_the_token_
         httpx.AsyncClient(base_url=base, headers=_bearer("tok-alice")) as alice_http,
         httpx.AsyncClient(base_url=base, headers=_bearer("tok-bob")) as bob_http,
     ):
-        assert (await anonymous.get("/a2a/chat/.well-known/agent-card.json")).status_code == 401
+        # The card is public (a client learns from it that it needs a token); calls are not.
+        assert (await anonymous.get("/a2a/chat/.well-known/agent-card.json")).status_code == 200
         rpc = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}
         assert (await anonymous.post("/a2a/chat", json=rpc)).status_code == 401
         wrong = await anonymous.post("/a2a/chat", json=rpc, headers=_bearer("guess"))
@@ -136,13 +137,14 @@ async def test_w6_a2a_with_auth_tokens_needs_a_token_and_a_context_is_the_token_
 async def test_w6_a2a_remote_agent_calls_a_server_with_tokens(token_server: str) -> None:
     from rondo import Agent, FunctionCall, Runner
     from rondo.a2a import RemoteA2AAgent
-    from rondo.errors import AgentCardError
+    from rondo.errors import RemoteAgentFailedError
     from rondo.testing import ScriptedModel
 
     url = f"{token_server}/a2a/chat"
     for remote, expected in (
         (RemoteA2AAgent(name="chat", url=url, headers=_bearer("tok-alice")), None),
-        (RemoteA2AAgent(name="chat", url=url), AgentCardError.__name__),
+        # The card is public: the call itself is refused, and the error says what to send.
+        (RemoteA2AAgent(name="chat", url=url), RemoteAgentFailedError.__name__),
     ):
         transfer = FunctionCall(name="transfer_to_agent", args={"agent_name": "chat"})
         root = Agent(name="root", model=ScriptedModel([transfer]), sub_agents=[remote])
@@ -163,7 +165,7 @@ async def test_w6_a2a_remote_agent_calls_a_server_with_tokens(token_server: str)
 
 def test_w6_a2a_api_server_command_takes_the_a2a_option(tmp_path: Path) -> None:
     port = _free_port()
-    command = ["api-server", str(APPS), "--db", "memory", "--a2a", "--port", str(port)]
+    command = ["api-server", str(APPS), "--db", "memory", "--a2a-root", "chat", "--port", str(port)]
     process = subprocess.Popen(
         [sys.executable, "-m", "rondo.cli", *command],
         cwd=tmp_path,
@@ -187,6 +189,9 @@ def test_w6_a2a_api_server_command_takes_the_a2a_option(tmp_path: Path) -> None:
         assert response.json()["supportedInterfaces"][0]["url"] == (
             f"http://127.0.0.1:{port}/a2a/chat"
         )
+        # --a2a-root (which implies --a2a): the app's card at the host root as well.
+        root = httpx.get(f"http://127.0.0.1:{port}/.well-known/agent-card.json", timeout=5)
+        assert root.json()["supportedInterfaces"][0]["url"] == f"http://127.0.0.1:{port}/a2a/chat"
     finally:
         process.terminate()
         process.wait(10)

@@ -95,9 +95,13 @@ async def test_w6_a2a_agent_card_is_generated_from_the_agent(
     assert body["name"] == "weather"
     assert body["description"] == "Answers questions about the weather."
     assert body["version"]
+    # One URL, two protocol versions: 1.0, and 0.3 for clients that send no A2A-Version.
     assert body["supportedInterfaces"] == [
-        {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
     ]
+    # The SDK adds the 0.3 card's own fields, for 0.3 clients.
+    assert (body["url"], body["preferredTransport"]) == (url, "JSONRPC")
     assert body["capabilities"]["streaming"] is True
     assert body["defaultInputModes"] == ["text/plain"]
     assert body["defaultOutputModes"] == ["text/plain"]

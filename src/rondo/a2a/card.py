@@ -14,14 +14,18 @@ from a2a.types import (
     SecurityScheme,
     StringList,
 )
-from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
+from a2a.utils.constants import (
+    PROTOCOL_VERSION_0_3,
+    PROTOCOL_VERSION_CURRENT,
+    TransportProtocol,
+)
 
 from rondo._version import __version__
 
 if TYPE_CHECKING:
     from rondo.agents.base import BaseAgent
 
-__all__ = ["BEARER_SCHEME", "TEXT_MODES", "build_agent_card"]
+__all__ = ["BEARER_SCHEME", "TEXT_MODES", "build_agent_card", "public_card", "with_url"]
 
 TEXT_MODES = ["text/plain"]
 BEARER_SCHEME = "bearer"
@@ -74,8 +78,10 @@ def build_agent_card(
 ) -> AgentCard:
     """The A2A card of `agent` served over JSON-RPC at `url`.
 
-    Name and description are the agent's; `version` defaults to rondo's. With `bearer_auth`
-    the card declares that calls need `Authorization: Bearer <token>`.
+    Name and description are the agent's; `version` defaults to rondo's. The one URL speaks
+    A2A 1.0 and, for clients without an `A2A-Version` header, 0.3 (the SDK's compatibility
+    layer): the card lists it once per version. With `bearer_auth` the card declares that
+    calls need `Authorization: Bearer <token>`.
     """
     card = AgentCard(
         name=agent.name,
@@ -83,10 +89,9 @@ def build_agent_card(
         version=version or __version__,
         supported_interfaces=[
             AgentInterface(
-                url=url,
-                protocol_binding=TransportProtocol.JSONRPC.value,
-                protocol_version=PROTOCOL_VERSION_CURRENT,
+                url=url, protocol_binding=TransportProtocol.JSONRPC.value, protocol_version=v
             )
+            for v in (PROTOCOL_VERSION_CURRENT, PROTOCOL_VERSION_0_3)
         ],
         capabilities=AgentCapabilities(streaming=streaming, push_notifications=False),
         default_input_modes=TEXT_MODES,
@@ -101,3 +106,23 @@ def build_agent_card(
             SecurityRequirement(schemes={BEARER_SCHEME: StringList(list=[])})
         )
     return card
+
+
+def with_url(card: AgentCard, url: str) -> AgentCard:
+    """A copy of `card` whose interfaces are at `url`."""
+    served = AgentCard()
+    served.CopyFrom(card)
+    for interface in served.supported_interfaces:
+        interface.url = url
+    return served
+
+
+def public_card(card: AgentCard) -> AgentCard:
+    """What anyone may read of a card whose calls need a token: the agent itself and how to
+    authenticate. Its tools and sub-agents are in the extended card (`GetExtendedAgentCard`,
+    which needs the token), as the specification suggests for details meant for callers."""
+    public = AgentCard()
+    public.CopyFrom(card)
+    del public.skills[1:]
+    public.capabilities.extended_agent_card = True
+    return public

@@ -9,7 +9,10 @@ answers them in the same task with data parts of kind `function_response`. An er
 a failed run leaves it FAILED with the error as its status message.
 
 The A2A context id is the rondo session id; the user is the authenticated caller's (with
-`--auth-tokens`, the token's user), else one user per context, as in google-adk.
+`--auth-tokens`, the token's user), else one user per context, as in google-adk. The A2A
+message id is the run's `temp:a2a_message_id` state (`MESSAGE_ID_KEY`): an agent or tool may
+read it during that run (clients such as the conformance kit's 1.0 line steer an agent by
+it); like every `temp:` key it is never stored.
 
 Given a `claim` (what `rondo api-server` passes: the run claim of its REST run routes), a run
 holds its session from before its first append to its end, so an A2A message and a REST run —
@@ -44,11 +47,19 @@ if TYPE_CHECKING:
     from rondo.run_config import RunConfig
     from rondo.runner import Runner
 
-__all__ = ["MAX_CONTEXT_ID_LENGTH", "RondoAgentExecutor", "RunClaim", "RunRelease", "user_id_for"]
+__all__ = [
+    "MAX_CONTEXT_ID_LENGTH",
+    "MESSAGE_ID_KEY",
+    "RondoAgentExecutor",
+    "RunClaim",
+    "RunRelease",
+    "user_id_for",
+]
 
 logger = logging.getLogger("rondo.a2a")
 
 MAX_CONTEXT_ID_LENGTH = 256
+MESSAGE_ID_KEY = "temp:a2a_message_id"
 _WAITING = (TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED)
 NOT_ANSWERED = (
     "This task waits for answers to its pending calls: send data parts of kind "
@@ -163,7 +174,9 @@ class RondoAgentExecutor(AgentExecutor):
             async with self._sessions.hold((user_id, updater.context_id)):
                 release = await self._claim_session(runner, user_id, updater.context_id)
                 try:
-                    pending = await self._run(runner, user_id, updater, content, progress)
+                    pending = await self._run(
+                        runner, user_id, updater, content, progress, message.message_id
+                    )
                 finally:
                     if release is not None:
                         await release()
@@ -202,12 +215,14 @@ class RondoAgentExecutor(AgentExecutor):
         updater: TaskUpdater,
         content: Content,
         progress: _Progress,
+        message_id: str,
     ) -> list[PendingCall]:
         from rondo.events import Event
 
         result: dict[str, Any] = {}
+        delta = {MESSAGE_ID_KEY: message_id} if message_id else None
         execution = runner.execute(
-            user_id, updater.context_id, content, self._run_config, None, observe=False,
+            user_id, updater.context_id, content, self._run_config, delta, observe=False,
             result=result,
         )  # fmt: skip
         async with aclosing(execution) as items:

@@ -85,6 +85,24 @@ A2A = Annotated[
         "/a2a/APP/.well-known/agent-card.json). Needs the a2a extra.",
     ),
 ]
+A2ARoot = Annotated[
+    str | None,
+    typer.Option(
+        "--a2a-root",
+        metavar="APP",
+        help="Serve APP's A2A agent card at the host root too (/.well-known/agent-card.json, "
+        "where clients look first); implies --a2a. With one app, its card is there anyway.",
+    ),
+]
+PublicUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--public-url",
+        metavar="URL",
+        help="The server's URL as clients reach it (behind a proxy): A2A agent cards give "
+        "URL/a2a/APP. Default: the scheme and Host of each request.",
+    ),
+]
 
 Traces = Annotated[
     bool,
@@ -112,6 +130,8 @@ class ServeOptions:
     a2a: bool = False
     traces: bool = False
     timeouts: tuple[float, float, float] = (5.0, 10.0, 30.0)  # keep-alive, header, body
+    a2a_root: str | None = None
+    public_url: str | None = None
 
 
 def check_bind(host: str, auth_tokens: str | None, allow_unauthenticated: bool) -> None:
@@ -152,6 +172,8 @@ def _serve(options: ServeOptions) -> None:
             web=options.web,
             a2a=options.a2a,
             trace_store=options.traces,
+            a2a_root=options.a2a_root,
+            public_url=options.public_url,
         )
         names = app.state.rondo.apps.names()
         errors.print(
@@ -192,6 +214,8 @@ def register(app: typer.Typer) -> None:
         timeout_keep_alive: KeepAlive = 5.0,
         timeout_header: HeaderTimeout = 10.0,
         timeout_body: BodyTimeout = 30.0,
+        a2a_root: A2ARoot = None,
+        public_url: PublicUrl = None,
     ) -> None:
         """Serve the apps of AGENTS_DIR with google-adk's REST + SSE API (and rondo's)."""
         _serve(
@@ -199,6 +223,7 @@ def register(app: typer.Typer) -> None:
                 agents_dir, host, port, db, tuple(allow_origin or ()), auth_tokens,
                 allow_unauthenticated, max_body_bytes, log_level, web=False, a2a=a2a,
                 traces=traces, timeouts=(timeout_keep_alive, timeout_header, timeout_body),
+                a2a_root=a2a_root, public_url=public_url,
             )
         )  # fmt: skip
 

@@ -14,6 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from rondo._version import __version__
 from rondo.errors import ConfigurationError
 from rondo.server import adk_routes, native_routes, traces
+from rondo.server.a2a_root import a2a_root_card_routes
 from rondo.server.auth import TokenAuth, TokenMiddleware, load_tokens
 from rondo.server.discovery import AppRegistry
 from rondo.server.errors import install_error_handlers
@@ -76,6 +77,8 @@ def create_app(
     web: bool = False,
     a2a: bool = False,
     trace_store: bool | None = None,
+    a2a_root: str | None = None,
+    public_url: str | None = None,
 ) -> FastAPI:
     """The server for the apps of `agents_dir`.
 
@@ -86,7 +89,9 @@ def create_app(
     seconds (None: wait forever; the keep-alive and header timeouts are the HTTP server's:
     `rondo.server.timeouts.uvicorn_options`). `loopback_only` refuses requests whose Host is not the loopback (set it when
     binding 127.0.0.1). `web` serves rondo's web UI at `/`. `a2a` also serves each app over
-    A2A at `/a2a/{app}` (the `a2a` extra; see `rondo.a2a`). `trace_store` keeps the spans of
+    A2A at `/a2a/{app}` (the `a2a` extra; see `rondo.a2a`), and the card of the only app, or
+    of `a2a_root` (which implies `a2a`), at `/.well-known/agent-card.json`; `public_url` (the
+    server's URL as clients reach it) fixes the URLs cards give. `trace_store` keeps the spans of
     recent sessions in memory for the trace routes and the web UI's Trace tab (installing an
     OpenTelemetry SDK tracer provider if none is set); it defaults to `web`.
     """
@@ -102,7 +107,7 @@ def create_app(
         from rondo.server.span_store import enable_span_store
 
         state.spans = enable_span_store()
-    a2a_apps = _a2a_apps(apps, auth, state) if a2a else None
+    a2a_apps = _a2a_apps(apps, auth, state, public_url) if a2a or a2a_root else None
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncGenerator[None]:
@@ -135,13 +140,16 @@ def create_app(
     app.router.routes.sort(key=_match_rank)
     if a2a_apps is not None:
         app.mount("/a2a", a2a_apps)
+        app.router.routes.extend(a2a_root_card_routes(a2a_apps, apps, a2a_root))
     if web:
         _mount_ui(app)
     _add_middleware(app, auth, allow_origins, (max_body_bytes, body_timeout), loopback_only, web)
     return app
 
 
-def _a2a_apps(apps: AppRegistry, auth: TokenAuth | None, state: ServerState) -> A2AApps:
+def _a2a_apps(
+    apps: AppRegistry, auth: TokenAuth | None, state: ServerState, public_url: str | None
+) -> A2AApps:
     """Every app over A2A; with tokens, a task and a context belong to the token's user. An
     A2A run takes the run claim of the REST run routes (W5), so the two never interleave.
     Tasks live in the sessions' database when it is a SQL one, so every replica sees them."""
@@ -155,6 +163,7 @@ def _a2a_apps(apps: AppRegistry, auth: TokenAuth | None, state: ServerState) -> 
         user_for=caller,
         bearer_auth=auth is not None,
         claim=state.claims.take,
+        public_url=f"{public_url.rstrip('/')}/a2a" if public_url else None,
     )
 
 

@@ -1,7 +1,7 @@
 """Who is calling, and what they may touch (SPEC W3).
 
 With `--auth-tokens FILE` (a JSON object `{"<token>": "<user id>", ...}`) every request but
-`/health`, the OpenAPI document and the static UI needs `Authorization: Bearer <token>`; the token's user is the
+`/health`, the OpenAPI document, the static UI and A2A agent cards needs `Authorization: Bearer <token>`; the token's user is the
 only user whose sessions, runs, pending calls and artifacts the request may reach, whatever
 the path or body says. Without tokens (allowed on a loopback bind only) the caller may act
 as any user, as with google-adk's dev server.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -82,6 +83,9 @@ def load_tokens(path: str | Path) -> TokenAuth:
 _PUBLIC = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
 _API_PREFIXES = ("/apps/", "/run", "/list-apps", "/version", "/config/", "/dev/")
 USER_KEY = "rondo.user"
+# A2A agent cards: a client learns from them that calls need a token (A2A §8.2). An
+# extended card, with what only callers should see, is a JSON-RPC call: it needs one.
+_PUBLIC_CARD = re.compile(r"(/a2a/[^/]+)?/\.well-known/agent(-card)?\.json")
 
 
 class TokenMiddleware:
@@ -117,6 +121,8 @@ class TokenMiddleware:
     def _needs_token(self, scope: Scope) -> bool:
         path: str = scope["path"]
         if path in _PUBLIC:
+            return False
+        if scope["method"] in ("GET", "HEAD") and _PUBLIC_CARD.fullmatch(path):
             return False
         if self.web and scope["method"] in ("GET", "HEAD"):
             return path.startswith(_API_PREFIXES)
