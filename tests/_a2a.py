@@ -12,7 +12,7 @@ from tests._require import require_module
 require_module("a2a", what="A2A", install="pip install 'rondo-agents[a2a]'")
 uvicorn = require_module("uvicorn", what="A2A", install="pip install uvicorn")
 
-__all__ = ["get_weather", "serve", "weather_runner"]
+__all__ = ["confirmation_answer", "get_weather", "serve", "weather_runner"]
 
 
 @contextlib.asynccontextmanager
@@ -60,3 +60,15 @@ def weather_runner(script: list[Any], *, app_name: str = "weather", tools: Any =
         tools=[get_weather] if tools is None else tools,
     )
     return Runner(agent=agent, app_name=app_name)
+
+
+def confirmation_answer(call_id: str, confirmed: bool) -> Any:
+    """What an A2A client sends to answer a confirmation: a function-response data part
+    (google-adk's marks)."""
+    from a2a.types import Part
+    from google.protobuf import json_format, struct_pb2
+
+    data = {"id": call_id, "name": "adk_request_confirmation", "response": {"confirmed": confirmed}}
+    meta = struct_pb2.Struct()
+    meta.update({"adk_type": "function_response"})
+    return Part(data=json_format.ParseDict(data, struct_pb2.Value()), metadata=meta)

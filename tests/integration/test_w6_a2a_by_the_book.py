@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests._a2a import serve, weather_runner
+from tests._a2a import confirmation_answer, serve, weather_runner
 from tests._require import require_module
 
 httpx = require_module("httpx", what="SERVER", install="pip install httpx")
@@ -30,7 +30,7 @@ from a2a.types import (  # noqa: E402
     Task,
     TaskState,
 )
-from google.protobuf import json_format, struct_pb2  # noqa: E402
+from google.protobuf import json_format  # noqa: E402
 
 from rondo import FunctionCall, FunctionTool, ToolContext  # noqa: E402
 from rondo.a2a import A2AApp  # noqa: E402
@@ -172,10 +172,7 @@ def _text(text: str, message_id: str, *, task_id: str = "", context_id: str = ""
 
 def _answer(call_id: str, confirmed: bool, task_id: str) -> Message:
     """A confirmation's answer that names only its task (no contextId)."""
-    data = {"id": call_id, "name": "adk_request_confirmation", "response": {"confirmed": confirmed}}
-    meta = struct_pb2.Struct()
-    meta.update({"adk_type": "function_response"})
-    part = Part(data=json_format.ParseDict(data, struct_pb2.Value()), metadata=meta)
+    part = confirmation_answer(call_id, confirmed)
     return Message(
         role=Role.ROLE_USER, message_id=f"answer-{task_id}", task_id=task_id, parts=[part]
     )

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests._a2a import serve, weather_runner
+from tests._a2a import confirmation_answer, serve, weather_runner
 
 pytestmark = pytest.mark.integration
 
@@ -25,7 +25,7 @@ from a2a.types import (  # noqa: E402
     TaskState,
 )
 from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError  # noqa: E402
-from google.protobuf import json_format, struct_pb2  # noqa: E402
+from google.protobuf import json_format  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
 from starlette.requests import Request  # noqa: E402
 from starlette.routing import Mount  # noqa: E402
@@ -209,18 +209,6 @@ def delete_file(path: str) -> dict[str, Any]:
 deleted: list[str] = []
 
 
-def _answer(call_id: str, confirmed: bool) -> Part:
-    """What an A2A client sends to answer a confirmation: a function-response data part."""
-    data = {
-        "id": call_id,
-        "name": "adk_request_confirmation",
-        "response": {"confirmed": confirmed},
-    }
-    meta = struct_pb2.Struct()
-    meta.update({"adk_type": "function_response"})
-    return Part(data=json_format.ParseDict(data, struct_pb2.Value()), metadata=meta)
-
-
 @pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
 async def test_w6_a2a_confirmation_pause_is_input_required_and_its_answer_completes_the_task(
     streaming: bool,
@@ -250,7 +238,9 @@ async def test_w6_a2a_confirmation_pause_is_input_required_and_its_answer_comple
             assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
             assert "function_response" in task.status.message.parts[0].text
             answer = _message(
-                context_id=task.context_id, task_id=task_id, parts=[_answer(call["id"], True)]
+                context_id=task.context_id,
+                task_id=task_id,
+                parts=[confirmation_answer(call["id"], True)],
             )
             await _send(client, answer)
             task = await client.get_task(GetTaskRequest(id=task_id))
