@@ -127,3 +127,25 @@ def test_w3_attack_a_long_non_ascii_user_id_works(hostile: Hostile) -> None:
         saved = http.get(f"{base}/artifacts/notes.txt", headers=headers)
         assert saved.status_code == 200, saved.text
         assert saved.json() == {"text": "hello"}
+
+
+def test_w3_attack_a_lone_surrogate_in_a_pending_decision_is_a_422(hostile: Hostile) -> None:
+    with hostile() as http:
+        base = "/apps/waiter/users/alice/sessions/s1"
+        assert http.post(base, headers=ALICE).status_code == 200
+        ran = http.post("/run", json=message("waiter", "alice", "s1", "ask"), headers=ALICE)
+        assert ran.status_code == 200, ran.text
+        (pending,) = http.get(f"{base}/pending", headers=ALICE).json()
+        decision = f"{base}/pending/{pending['call_id']}"
+        for body in (
+            {"decision": "approve", "result": {"answer": SURROGATE}},
+            {"decision": "reject", "comment": SURROGATE},
+        ):
+            bad = _post(http, decision, body, **ALICE)
+            assert bad.status_code == 422, bad.text
+            assert http.get(base, headers=ALICE).status_code == 200  # still readable
+        good = http.post(
+            decision, json={"decision": "approve", "result": {"answer": "yes"}}, headers=ALICE
+        )
+        assert good.status_code == 200, good.text
+        assert http.get(f"{base}/pending", headers=ALICE).json() == []

@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, overload
+from typing import Any, Literal, cast, overload
 
 from rondo._frozen import ReadOnlyDict
 from rondo.errors import InvalidIdError, InvalidMessageError
@@ -113,7 +113,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def check_event_text(event: Event) -> None:
-    """Refuse (`InvalidMessageError`) an event whose text holds a lone surrogate: it is not
+    """Refuse (`InvalidMessageError`) an event whose text — a part's, or any string of a
+    function call's arguments or a function response — holds a lone surrogate: it is not
     UTF-8, so no store could write it or answer it as JSON, and a session holding it could
     never be read again. Every store calls it before writing (issue 26)."""
     content = event.content
@@ -121,12 +122,38 @@ def check_event_text(event: Event) -> None:
         return
     for part in content.parts:
         text = part.text
-        found = None if text is None or text.isascii() else _SURROGATE.search(text)
-        if found is not None:
-            raise InvalidMessageError(
-                f"the {content.role or 'message'} text holds a lone surrogate (at character "
-                f"{found.start()}), which is not UTF-8; send the text as valid Unicode"
-            )
+        if text is not None:
+            where = f"the {content.role or 'message'} text"
+            _check_text(where, text)
+        if part.function_response is not None:
+            where = f"the response of {part.function_response.name!r}"
+            _check_strings(where, part.function_response.response, 0)
+        if part.function_call is not None:
+            where = f"the arguments of {part.function_call.name!r}"
+            _check_strings(where, part.function_call.args, 0)
+
+
+def _check_text(where: str, text: str) -> None:
+    found = None if text.isascii() else _SURROGATE.search(text)
+    if found is not None:
+        raise InvalidMessageError(
+            f"{where} holds a lone surrogate (at character {found.start()}), which is not "
+            "UTF-8; send the text as valid Unicode"
+        )
+
+
+def _check_strings(where: str, value: object, depth: int) -> None:
+    if isinstance(value, str):
+        _check_text(where, value)
+    elif depth > 64:
+        return  # deeper than any JSON a store keeps (SPEC G3); the store's own check refuses it
+    elif isinstance(value, Mapping):
+        for key, item in cast(Mapping[object, object], value).items():
+            _check_strings(where, key, depth + 1)
+            _check_strings(where, item, depth + 1)
+    elif isinstance(value, list | tuple):
+        for item in cast(Sequence[object], value):
+            _check_strings(where, item, depth + 1)
 
 
 class EventLog(list[Event]):
