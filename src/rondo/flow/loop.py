@@ -20,7 +20,7 @@ from rondo._ids import new_reason_id
 from rondo.agents.base import Item
 from rondo.context import Actions, CallbackContext, InvocationContext
 from rondo.errors import ConfigurationError, TransferError
-from rondo.events import Event
+from rondo.events import Event, PendingCall
 from rondo.flow._deltas import DeltaTracker
 from rondo.flow.confirmation import confirmation_event
 from rondo.flow.functions import handle_function_calls
@@ -159,10 +159,15 @@ class Flow:
     async def _run_one_step(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
         agent = self.agent
         request = ModelRequest(model=self.model.name)
+        waits = False
         async with aclosing(self._preprocess(ctx, request)) as pre:
             async for item in pre:
                 yield item
-        if ctx.end_invocation:
+                if isinstance(item, Event):
+                    # H4: a call continued by a processor whose nested run waits again:
+                    # the step stops there, as it would after its own tool dispatch.
+                    waits = waits or item.nested_pause is not None
+        if ctx.end_invocation or waits:
             return
 
         observe = ctx.observe
@@ -264,26 +269,41 @@ class Flow:
         With `stored` (a resume, D1) the tool responses are that stored event."""
         agent = self.agent
         tool_event = stored
+        waiting: Event | None = None  # H4: calls whose nested runs wait
         if tool_event is None:
             dispatch = handle_function_calls(agent, ctx, calls, request.tools, reason_id, held=held)
             async with aclosing(dispatch) as items:
                 async for item in items:
                     if isinstance(item, Event):
-                        tool_event = item
+                        if item.nested_pause is not None:
+                            waiting = item
+                        else:
+                            tool_event = item
                     yield item
         if tool_event is None:
-            if ctx.observe and model_event is not None and model_event.long_running_tool_ids:
-                yield self._pending(ctx, model_event, None)
+            if ctx.observe and (
+                waiting is not None
+                or (model_event is not None and model_event.long_running_tool_ids)
+            ):
+                yield self._pending(ctx, model_event, waiting)
             return
         confirm = confirmation_event(ctx, agent.name, calls, tool_event)
         if confirm is not None:
             yield confirm
             if ctx.observe:
-                yield self._pending(ctx, model_event or tool_event, confirm)
-        elif ctx.observe and model_event is not None and model_event.long_running_tool_ids:
+                yield self._pending(ctx, model_event or tool_event, confirm, waiting)
+        elif ctx.observe and (
+            waiting is not None or (model_event is not None and model_event.long_running_tool_ids)
+        ):
             answered = {r.id for r in tool_event.get_function_responses()}
-            if not model_event.long_running_tool_ids <= answered:
-                yield self._pending(ctx, model_event, tool_event)
+            if waiting is not None or (
+                model_event is not None and not model_event.long_running_tool_ids <= answered
+            ):
+                yield self._pending(ctx, model_event, tool_event, waiting)
+        if waiting is not None:
+            # The step is not over: it goes on (structured output, transfer, the next
+            # model call) once the nested runs are answered and their calls respond.
+            return
         final = self._structured_output_event(ctx, tool_event)
         if final is not None:
             yield agent.with_output_key(final)
@@ -360,12 +380,12 @@ class Flow:
                 )
         return None
 
-    def _pending(
-        self, ctx: InvocationContext, model_event: Event, extra: Event | None
-    ) -> HITLPending:
+    def _pending(self, ctx: InvocationContext, *events: Event | None) -> HITLPending:
+        """What the step's records leave waiting, in their order."""
         from rondo.sessions.base import apply_pending
 
-        pending = apply_pending([], model_event)
-        if extra is not None:
-            pending = apply_pending(pending, extra)
+        pending: list[PendingCall] = []
+        for event in events:
+            if event is not None:
+                pending = apply_pending(pending, event)
         return HITLPending(**ctx.correlation(), pending=pending)
