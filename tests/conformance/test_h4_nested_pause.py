@@ -340,3 +340,45 @@ async def test_h4_a_nested_pause_record_is_one_record_that_lists_the_waiting_cal
     assert [w["call_id"] for w in waiting] == ["c1"]
     assert last.is_final_response()
     assert [c.name for c in last.get_function_calls()] == ["adk_request_confirmation"]
+
+
+async def test_h4_a_graph_agent_node_that_asks_pauses_the_graph_and_its_answer_goes_on() -> None:
+    from rondo.agents.graph import Graph, Node
+
+    deleted: list[str] = []
+
+    def delete_file(path: str) -> dict[str, Any]:
+        """Delete a file."""
+        deleted.append(path)
+        return {"deleted": path}
+
+    worker = Agent(
+        name="worker",
+        model=ScriptedModel(
+            [FunctionCall(name="delete_file", args={"path": "x"}), "worker: deleted x"]
+        ),
+        tools=[FunctionTool(delete_file, require_confirmation=True)],
+    )
+    after: list[Any] = []
+
+    def report(value: Any) -> str:
+        after.append(value)
+        return f"reported {value}"
+
+    graph = Graph(
+        name="flow",
+        nodes=[Node("clean", worker), Node("report", report)],
+        edges=[("clean", "report")],
+    )
+    runner = Runner(agent=graph)
+    paused = await runner.run_to_result(user_id="u", session_id="s", new_message="go")
+    assert after == []  # the node after the asking one did not run
+    assert [p.where for p in paused.pending] == ["flow → worker@clean"]
+    done = await runner.run_to_result(
+        user_id="u", session_id="s", new_message=[paused.pending[0].approve()]
+    )
+    assert deleted == ["x"]
+    assert after == ["worker: deleted x"]  # the node's real answer went on along the route
+    assert done.text == "reported worker: deleted x"
+    assert done.run_id == paused.run_id
+    assert done.pending == []
