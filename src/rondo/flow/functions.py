@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
@@ -464,25 +464,56 @@ async def _dispatch(
         return
     queue: asyncio.Queue[tuple[Any, asyncio.Future[None] | None]] = asyncio.Queue()
     sink = EventSink(queue.put_nowait)
-    action_started = False
-    tasks: list[asyncio.Task[CallOutcome]] = []
+    limit = agent.max_concurrent_tool_calls
+    # One after another: each call is a group of its own, so its end precedes the next
+    # call's start (seed 002 §4.C); a larger limit bounds how many run at once.
+    groups = [[c] for c in calls] if limit == 1 else [list(calls)]
+    gate = asyncio.Semaphore(limit) if limit is not None and 1 < limit < len(calls) else None
+    started: list[asyncio.Task[CallOutcome]] = []
+    state = [False]  # whether ActionStart went out
+    for group in groups:
+        tasks: list[asyncio.Task[CallOutcome]] = []
+        for call in group:
+            call_ctx = ctx.for_agent(ctx.agent)
+            call_ctx.sink = sink
+            cid = call.id or ""
+            run = run_call(
+                agent,
+                call_ctx,
+                call,
+                tools,
+                reason_id,
+                confirmations.get(cid),
+                prefilled.get(cid),
+                cid in held,
+                nested.get(cid) if nested else None,
+            )
+            tasks.append(asyncio.ensure_future(_gated(gate, run) if gate is not None else run))
+        started.extend(tasks)
+        relay = _relay(ctx, calls, reason_id, queue, tasks, state)
+        async with aclosing(relay) as items:
+            async for item in items:
+                yield item
+    outcomes.extend(t.result() for t in started)
+
+
+async def _gated(gate: asyncio.Semaphore, run: Awaitable[CallOutcome]) -> CallOutcome:
+    async with gate:
+        return await run
+
+
+async def _relay(
+    ctx: InvocationContext,
+    calls: Sequence[FunctionCall],
+    reason_id: str,
+    queue: asyncio.Queue[tuple[Any, asyncio.Future[None] | None]],
+    tasks: list[asyncio.Task[CallOutcome]],
+    state: list[bool],
+) -> AsyncGenerator[Item, None]:
+    """What the running `tasks` send, in order, and each one's end as it completes;
+    closing this generator cancels the ones still in flight."""
+    observe = ctx.observe
     getter: asyncio.Future[Any] | None = None
-    for call in calls:
-        call_ctx = ctx.for_agent(ctx.agent)
-        call_ctx.sink = sink
-        cid = call.id or ""
-        run = run_call(
-            agent,
-            call_ctx,
-            call,
-            tools,
-            reason_id,
-            confirmations.get(cid),
-            prefilled.get(cid),
-            cid in held,
-            nested.get(cid) if nested else None,
-        )
-        tasks.append(asyncio.ensure_future(run))
     try:
         pending: set[asyncio.Future[Any]] = set(tasks)
         while pending:
@@ -496,8 +527,8 @@ async def _dispatch(
             while not queue.empty():  # what a call sent comes before its end
                 sent.append(queue.get_nowait())
             for item, ack in sent:
-                if observe and not action_started and isinstance(item, ToolCallStart):
-                    action_started = True
+                if observe and not state[0] and isinstance(item, ToolCallStart):
+                    state[0] = True
                     yield ActionStart(
                         **ctx.correlation(), reason_id=reason_id, tool_calls=list(calls)
                     )
@@ -510,7 +541,6 @@ async def _dispatch(
                     outcome = task.result()
                     if observe and not outcome.paused:
                         yield _end(ctx, reason_id, outcome)
-        outcomes.extend(t.result() for t in tasks)
     finally:
         if getter is not None and not getter.done():
             getter.cancel()  # cancelled mid-wait: the queue reader goes too (D3)
