@@ -29,7 +29,7 @@ from rondo.flow.processors import DEFAULT_REQUEST_PROCESSORS
 from rondo.flow.processors.output_schema import output_schema_processor
 from rondo.flow.processors.tools import tools_processor
 from rondo.flow.processors.transfer import transfer_processor, transfer_targets
-from rondo.lifecycle import HITLPending, ReasonStart
+from rondo.lifecycle import HITLPending, ReasonStart, WorkingMemory
 from rondo.models.base import ModelRequest, ModelResponse
 from rondo.tools.base import BaseTool, BaseToolset
 from rondo.tools.structured import SET_MODEL_RESPONSE
@@ -52,6 +52,31 @@ MAX_THOUGHT_ONLY_TURNS = 10
 def _is_thought_only(event: Event) -> bool:
     content = event.content
     return content is not None and bool(content.parts) and all(p.thought for p in content.parts)
+
+
+def _reason_start(ctx: InvocationContext, reason_id: str, request: ModelRequest) -> ReasonStart:
+    """V1: a round's start, with its system prompt and working memory (built only for a
+    consumer of the lifecycle view)."""
+    contents = request.contents
+    calls = results = 0
+    for content in contents:
+        for part in content.parts:
+            if part.function_call is not None:
+                calls += 1
+            elif part.function_response is not None:
+                results += 1
+    last = contents[-1].text if contents else ""
+    return ReasonStart(
+        **ctx.correlation(),
+        reason_id=reason_id,
+        system_prompt=request.config.system_instruction or "",
+        working_memory=WorkingMemory(
+            message_count=len(contents),
+            tool_calls=calls,
+            tool_results=results,
+            last_message=last[:500],
+        ),
+    )
 
 
 class Flow:
@@ -173,7 +198,7 @@ class Flow:
         observe = ctx.observe
         reason_id = new_reason_id()
         if observe:
-            yield ReasonStart(**ctx.correlation(), reason_id=reason_id)
+            yield _reason_start(ctx, reason_id, request)
         deltas = DeltaTracker(ctx, reason_id) if observe else None
         started = time.perf_counter()
         # E1: state written by model callbacks travels on this step's model events.
@@ -194,7 +219,7 @@ class Flow:
                 if observe and deltas is None:
                     # Another response in the same stream after a round closed: a new round.
                     reason_id = new_reason_id()
-                    yield ReasonStart(**ctx.correlation(), reason_id=reason_id)
+                    yield _reason_start(ctx, reason_id, request)
                     deltas = DeltaTracker(ctx, reason_id)
                 if deltas is not None and event.partial:
                     for delta in deltas.feed(event):
