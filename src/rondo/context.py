@@ -12,14 +12,14 @@ import asyncio
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rondo._state_values import check_state_value
 from rondo.errors import ConfigurationError, ReadOnlyStateError
-from rondo.events import NO_ACTIONS, EventActions, ToolConfirmation
+from rondo.events import NO_ACTIONS, Event, EventActions, PendingCall, ToolConfirmation
 from rondo.run_config import RunConfig
 from rondo.sessions.base import TEMP_PREFIX, BaseSessionService, Session
-from rondo.types import Content, FunctionCall, Part
+from rondo.types import Content, FunctionCall, FunctionResponse, Part
 
 if TYPE_CHECKING:
     from rondo.agents.base import BaseAgent
@@ -34,8 +34,11 @@ __all__ = [
     "CallbackContext",
     "Demand",
     "InvocationContext",
+    "NestedPause",
     "ReadonlyContext",
     "State",
+    "SubRun",
+    "SubRunOutcome",
     "ToolContext",
 ]
 
@@ -213,6 +216,51 @@ class Demand:
             await self._ready.wait()
 
 
+@dataclass(slots=True)
+class NestedPause:
+    """H4: a call whose nested run (an agent answering as a tool, a task) waits on calls of
+    its own: the call gets no response yet, and the whole run pauses until they are
+    answered. `calls` are those waiting calls' records, `pending` how their run lists them,
+    `agent` the nested agent's name."""
+
+    agent: str
+    pending: list[PendingCall]
+    calls: list[FunctionCall]
+
+
+@dataclass(slots=True)
+class SubRunOutcome:
+    """What a sub-run did: its session, the records of its run (the stored ones of earlier
+    parts too), and what it waits on (empty when it finished)."""
+
+    session_id: str
+    events: list[Event]
+    pending: list[PendingCall]
+    calls: list[FunctionCall]
+
+
+class SubRun(Protocol):
+    """The runner's way to run another agent in a session of its own, in the runner's store
+    (installed on every invocation context; agents as tools ask it instead of building a
+    runner, DESIGN §10). Implemented by the runner."""
+
+    async def __call__(
+        self,
+        ctx: InvocationContext,
+        agent: BaseAgent,
+        *,
+        session_id: str,
+        request: Content,
+        answers: list[FunctionResponse],
+        state: Mapping[str, Any] | None,
+        on_item: Callable[[Any], None] | None,
+    ) -> SubRunOutcome:
+        """Start `agent` on `request` in a new session `session_id`, or continue it there:
+        with `answers` to the calls it waits on, or from where an interrupted run stopped
+        (D1); a finished sub-run is read back from its session."""
+        ...
+
+
 class _Shared:
     """Per-invocation counters shared by every agent's context in that invocation."""
 
@@ -245,6 +293,7 @@ class InvocationContext:
         "_end",
         "_shared",
         "agent",
+        "answers",
         "app_name",
         "artifact_service",
         "branch",
@@ -260,6 +309,7 @@ class InvocationContext:
         "session",
         "session_service",
         "sink",
+        "sub_run",
         "trace",
         "user_content",
         "user_id",
@@ -310,6 +360,11 @@ class InvocationContext:
         self.sink: EventSink | None = None
         # The running agent's `invoke_agent` span (SPEC O1); None when nothing records.
         self.trace: AgentTrace | None = None
+        # H4: the answers this agent's waiting calls get, when they are not `user_content`
+        # (a task sub-agent continued inside its parent's call keeps its task input there).
+        self.answers: Content | None = None
+        # H4: how an agent answering as a tool runs in a session of its own (the runner's).
+        self.sub_run: SubRun | None = None
         # A sub-run (an agent answering as a tool) shares its caller's demand (R7).
         self._shared = _Shared(demand)
         self._end = _EndFlag()
@@ -541,6 +596,8 @@ class ToolContext(CallbackContext):
         "_started",
         "cancel_event",
         "function_call_id",
+        "nested_answers",
+        "nested_pause",
         "progress",
         "tool_confirmation",
     )
@@ -554,6 +611,7 @@ class ToolContext(CallbackContext):
         tool_confirmation: ToolConfirmation | None = None,
         function_call: FunctionCall | None = None,
         reason_id: str = "",
+        nested_answers: list[FunctionResponse] | None = None,
     ) -> None:
         super().__init__(invocation_context, actions)
         if function_call_id is None and function_call is not None:
@@ -567,6 +625,10 @@ class ToolContext(CallbackContext):
         self.progress: list[Any] = []
         # A threading.Event so sync tools in worker threads can wait on it too.
         self.cancel_event = threading.Event()
+        # H4: a call continued after its nested run paused: the answers to what that run
+        # waits on (None on a first dispatch), and the pause this dispatch ends on, if any.
+        self.nested_answers = nested_answers
+        self.nested_pause: NestedPause | None = None
 
     @property
     def tool_name(self) -> str:
@@ -597,6 +659,9 @@ class ToolContext(CallbackContext):
                     args=call.args,
                 )
             )
+            # R7: the consumer received the start; if it stopped asking since (it holds a
+            # later call's start of the same step), the body waits and never begins.
+            await self._inv.demand.wait()
 
     def report_progress(self, chunk: Any) -> None:
         """Report a piece of this call's progress (a streaming tool's chunks are reported
@@ -655,6 +720,13 @@ class ToolContext(CallbackContext):
             hint=hint or "", payload=payload
         )
         self.actions.skip_summarization = True
+
+    def pause_nested(self, pause: NestedPause) -> None:
+        """H4: this call's nested run waits on calls of its own. The call gets no response
+        (whatever the tool returns), the run pauses, and the waiting calls are listed on the
+        top session; answering them there dispatches this call again, with the answers in
+        `nested_answers`."""
+        self.nested_pause = pause
 
     async def search_memory(self, query: str) -> SearchMemoryResponse:
         """Search the user's memories (needs a memory service on the Runner)."""

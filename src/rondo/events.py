@@ -12,6 +12,7 @@ from rondo._ids import new_event_id
 from rondo.types import Content, FrozenMap, FunctionCall, FunctionResponse, Part, Usage
 
 __all__ = [
+    "NESTED_PAUSE",
     "NO_ACTIONS",
     "Event",
     "EventActions",
@@ -93,6 +94,13 @@ NO_ACTIONS = EventActions.model_construct(
 )
 
 
+# H4: the `custom_metadata` key of a nested-pause record — the calls of a step that wait on
+# a nested run (an agent as a tool, a Harness task, a task sub-agent) and what that run waits
+# on. Its content repeats the nested waiting calls so that the top session lists them, and
+# an answer to one reaches the agent that made the waiting call; the model never sees it.
+NESTED_PAUSE = "rondo:nested_pause"
+
+
 def _no_actions() -> EventActions:
     return NO_ACTIONS
 
@@ -114,6 +122,15 @@ class PendingCall(BaseModel):
     # reports as `call_id`), so a UI can match "asked" to "decided".
     original_call: FunctionCall | None = None
     original_call_id: str | None = None
+    # H4: for a call asked inside a nested run (an agent as a tool, a Harness task, a task
+    # sub-agent), the way to it from the top: `("main", "worker@<call id>")` — each agent
+    # reached through a call is named with that call's id. Empty for the top run's own calls.
+    path: tuple[str, ...] = ()
+
+    @property
+    def where(self) -> str:
+        """The path as text (`main → worker@call-1`), or "" for a call of the top run."""
+        return " → ".join(self.path)
 
     def _answer(self, response: dict[str, Any]) -> Part:
         name = "adk_request_confirmation" if self.kind == "confirmation" else self.tool_name
@@ -184,6 +201,16 @@ class Event(BaseModel):
     def text(self) -> str:
         """The event's non-thought text ("" when none)."""
         return self.content.text if self.content is not None else ""
+
+    @property
+    def nested_pause(self) -> list[dict[str, Any]] | None:
+        """H4: on a nested-pause record, the waiting calls (`call_id`, `tool_name`, `agent`,
+        `pending`: what the nested run waits on); None on any other record."""
+        metadata = self.custom_metadata
+        if not metadata:
+            return None
+        waiting: Any = metadata.get(NESTED_PAUSE)
+        return list(waiting) if waiting is not None else None
 
     def is_final_response(self) -> bool:
         """Whether this event ends the agent's turn (SPEC F2), in the seed's order of checks."""

@@ -39,6 +39,7 @@ __all__ = [
     "ToolCallEnd",
     "ToolCallProgress",
     "ToolCallStart",
+    "WorkingMemory",
     "json_schema",
     "parse_lifecycle_event",
     "to_json",
@@ -71,11 +72,26 @@ class RunStart(_Lifecycle):
     resumed: bool = False
 
 
+class WorkingMemory(BaseModel):
+    """What a model round works from (seed 002's `getWorkingMemory()`), summarized: the
+    request's messages, the tool calls and results among them, and the latest message."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    message_count: int = 0
+    tool_calls: int = 0
+    tool_results: int = 0
+    last_message: str = ""
+
+
 class ReasonStart(_Lifecycle):
-    """One model round starts (after the request was built)."""
+    """One model round starts (after the request was built): the system prompt it sends
+    and a summary of its working memory."""
 
     type: Literal["reason_start"] = "reason_start"
     reason_id: str
+    system_prompt: str = ""
+    working_memory: WorkingMemory | None = None
 
 
 DeltaKind = Literal[
@@ -195,6 +211,8 @@ class ContextSize(_Lifecycle):
     """Estimated context size before a model round, and the effect of compaction if any."""
 
     type: Literal["context_size"] = "context_size"
+    # The model's context window in tokens, when the model says (`context_window`).
+    context_length: int | None = None
     message_count: int = 0
     token_count: int = 0
     compressed: bool = False

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from rondo.plugins import Plugin
     from rondo.run_config import RunConfig
     from rondo.sessions.base import BaseSessionService, Session
+    from rondo.sub_runs import SubRunner
     from rondo.types import Content, Part
 
 __all__ = ["RunResult", "Runner"]
@@ -218,6 +219,7 @@ class Runner:
         self.artifact_service = artifact_service
         self.memory_service = memory_service
         self.plugin_manager = PluginManager(plugins)
+        self._sub_runner: SubRunner | None = None
 
     # -- public entry points ------------------------------------------------------------------
 
@@ -481,6 +483,7 @@ class Runner:
             observe=observe,
             demand=demand,
         )
+        ctx.sub_run = self._sub_runs()
         if continue_in is not None:
             ctx.continue_in(continue_in)
         if message is None and not state_delta:
@@ -540,7 +543,17 @@ class Runner:
             demand=demand,
         )
         ctx.set_resume_point(point)
+        ctx.sub_run = self._sub_runs()
         return ctx
+
+    def _sub_runs(self) -> SubRunner:
+        """H4: how agents answering as tools run in sessions of their own, in this store."""
+        runner = self._sub_runner
+        if runner is None:
+            from rondo.sub_runs import SubRunner
+
+            runner = self._sub_runner = SubRunner(self)
+        return runner
 
     async def _before_run(self, ctx: InvocationContext) -> Event | None:
         """A plugin's `before_run` answer replaces the agent's run: stored, then yielded."""

@@ -371,4 +371,4 @@ async def test_a3_a_failed_stream_has_no_final_aggregate_in_the_lifecycle_view_e
         await drain()
     check_stream(collected, completed=False)
     assert not any(isinstance(e, ReasonEnd) for e in collected)
-    assert [e.type for e in collected][:2] == ["run_start", "reason_start"]
+    assert [e.type for e in collected][:3] == ["run_start", "context_size", "reason_start"]

@@ -256,12 +256,13 @@ async def test_h1_a_pause_has_the_solon_shape_without_a_tool_call_that_never_sta
     check_stream(paused)
     assert [e.type for e in paused] == [
         "run_start",
+        "context_size",
         "reason_start",
         "reason_end",
         "hitl_pending",
         "run_end",
     ]
-    pending = paused[3]
+    pending = paused[4]
     assert isinstance(pending, HITLPending)
     (waiting,) = pending.pending
     # The confirmation id and the original call id, side by side.

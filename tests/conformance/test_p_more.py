@@ -279,6 +279,7 @@ async def test_v7_a_simple_agent_is_an_agent_without_tools() -> None:
     check_stream(events)
     assert [e.type for e in events if e.type != "reason_delta"] == [
         "run_start",
+        "context_size",
         "reason_start",
         "reason_end",
         "run_end",
@@ -293,12 +294,14 @@ async def test_v7_a_react_agent_is_an_agent_with_tools_reason_then_action_rounds
     kinds = [e.type for e in events if e.type != "reason_delta"]
     assert kinds == [
         "run_start",
+        "context_size",
         "reason_start",
         "reason_end",
         "action_start",
         "tool_call_start",
         "tool_call_end",
         "action_end",
+        "context_size",
         "reason_start",
         "reason_end",
         "run_end",

@@ -79,12 +79,14 @@ async def test_v1_a_react_run_has_run_reason_action_and_tool_events():
     events = await lifecycle(runner, "weather in Hangzhou?")
     assert types_of(events) == [
         "run_start",
+        "context_size",
         "reason_start",
         "reason_end",
         "action_start",
         "tool_call_start",
         "tool_call_end",
         "action_end",
+        "context_size",
         "reason_start",
         "reason_end",
         "run_end",
@@ -94,7 +96,7 @@ async def test_v1_a_react_run_has_run_reason_action_and_tool_events():
     assert isinstance(start, RunStart)
     assert (start.session_id, start.user_id, start.resumed) == (SESSION, USER, False)
 
-    first_end = events[2]
+    first_end = events[3]
     assert isinstance(first_end, ReasonEnd)
     # ReasonEnd points at the stored record of its model response, with its tool calls.
     assert first_end.event.id == session.events[1].id
@@ -103,10 +105,10 @@ async def test_v1_a_react_run_has_run_reason_action_and_tool_events():
     ]
     assert first_end.duration_ms >= 0
 
-    action = events[3]
+    action = events[4]
     assert isinstance(action, ActionStart)
     assert [c.id for c in action.tool_calls] == ["weather-1"]
-    tool_start, tool_end = events[4], events[5]
+    tool_start, tool_end = events[5], events[6]
     assert isinstance(tool_start, ToolCallStart)
     assert (tool_start.call_id, tool_start.tool_name, tool_start.args) == (
         "weather-1",
@@ -117,7 +119,7 @@ async def test_v1_a_react_run_has_run_reason_action_and_tool_events():
     assert tool_end.result == {"city": "Hangzhou", "temperature": 26}
     assert tool_end.error is None
     assert tool_end.duration_ms >= 0
-    action_end = events[6]
+    action_end = events[7]
     assert isinstance(action_end, ActionEnd)
     assert action_end.event is not None
     assert action_end.event.id == session.events[2].id
@@ -157,7 +159,9 @@ async def test_v1_a_simple_agent_run_streams_text_and_thinking_deltas_with_bound
     model = ScriptedModel([[chunk("Let me see", thought=True), chunk("Hello"), chunk(", world")]])
     runner = Runner(agent=Agent(name="simple", model=model), app_name=APP)
     events = await lifecycle(runner, "hi")
-    assert types_of(events) == ["run_start", "reason_start"] + ["reason_delta"] * 7 + [
+    assert types_of(events) == ["run_start", "context_size", "reason_start"] + [
+        "reason_delta"
+    ] * 7 + [
         "reason_end",
         "run_end",
     ]
@@ -435,7 +439,7 @@ async def test_v3_a_cancelled_stream_gets_no_synthetic_end():
             if isinstance(event, ReasonEnd):
                 break
     check_stream(collected, completed=False)
-    assert types_of(collected) == ["run_start", "reason_start", "reason_end"]
+    assert types_of(collected) == ["run_start", "context_size", "reason_start", "reason_end"]
     assert ran == []
     assert model.calls == 1
 
@@ -485,7 +489,7 @@ async def test_v3_a_failed_stream_gets_no_synthetic_end():
     with pytest.raises(RuntimeError, match="boom"):
         await consume()
     check_stream(collected, completed=False)
-    assert types_of(collected)[-2:] == ["action_end", "reason_start"]
+    assert types_of(collected)[-3:] == ["action_end", "context_size", "reason_start"]
 
 
 def test_v3_unknown_event_types_are_safe_to_ignore():

@@ -136,12 +136,14 @@ async def test_weather_walkthrough_lifecycle_view():
     events = await lifecycle(runner, "杭州现在多少度？", session_id="session-1", user_id="user-1")
     assert types_of(events) == [
         "run_start",
+        "context_size",
         "reason_start",
         "reason_end",
         "action_start",
         "tool_call_start",
         "tool_call_end",
         "action_end",
+        "context_size",
         "reason_start",
         "reason_end",
         "run_end",

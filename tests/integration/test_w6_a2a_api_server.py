@@ -18,6 +18,7 @@ from tests._require import require_module
 httpx = require_module("httpx", what="SERVER", install="pip install httpx")
 
 require_module("fastapi", what="SERVER", install="pip install 'rondo-agents[server]'")
+require_module("a2a", what="A2A", install="pip install 'rondo-agents[a2a]'")
 
 pytestmark = pytest.mark.integration
 

@@ -204,6 +204,7 @@ EXACT_LIFECYCLE = [
     "ToolCallEnd",
     "ToolCallProgress",
     "ToolCallStart",
+    "WorkingMemory",
     "json_schema",
     "parse_lifecycle_event",
     "to_json",

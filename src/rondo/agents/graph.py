@@ -25,7 +25,8 @@ from rondo._ids import new_client_call_id
 from rondo.agents.base import BaseAgent, Item
 from rondo.context import InvocationContext, ReadonlyContext
 from rondo.errors import ConfigurationError
-from rondo.events import Event, EventActions
+from rondo.events import NESTED_PAUSE, Event, EventActions
+from rondo.sessions.base import waiting_calls
 from rondo.types import Content, FunctionCall, Part
 
 __all__ = ["GRAPH_INTERRUPT", "Edge", "Graph", "GraphState", "Interrupt", "Node"]
@@ -138,8 +139,9 @@ class Graph(BaseAgent):
             **fields,
         )
 
-    def _resume_point(self, ctx: InvocationContext) -> tuple[str, GraphState, Any] | None:
-        """When this message answers our interrupt: (node, saved state, the answer)."""
+    def _resume_point(self, ctx: InvocationContext) -> tuple[str, GraphState, Any, bool] | None:
+        """When this message answers our interrupt: (node, saved state, the answer, whether
+        the node is an agent whose own calls the answer is for — H4)."""
         saved: Any = ctx.session.state.get(self._state_key)
         message = ctx.user_content
         if not isinstance(saved, dict) or message is None:
@@ -149,20 +151,30 @@ class Graph(BaseAgent):
         if not isinstance(interrupted, dict):
             return None
         point = cast(dict[str, Any], interrupted)
+        state = GraphState(
+            input=str(data.get("input", "")),
+            outputs=dict(cast(dict[str, Any], data.get("outputs") or {})),
+            last=data.get("last"),
+        )
+        waiting = set(cast(list[str], point.get("waiting") or []))
         for part in message.parts:
             response = part.function_response
-            if response is not None and response.id == point.get("call_id"):
-                state = GraphState(
-                    input=str(data.get("input", "")),
-                    outputs=dict(cast(dict[str, Any], data.get("outputs") or {})),
-                )
-                return str(point.get("node")), state, response.response
+            if response is None:
+                continue
+            if response.id in waiting:
+                return str(point.get("node")), state, message, True
+            if response.id == point.get("call_id"):
+                return str(point.get("node")), state, response.response, False
         return None
 
     async def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
         resume = self._resume_point(ctx)
-        if resume is not None:
-            current, state, answer = resume
+        answers: Content | None = None
+        if resume is not None and resume[3]:
+            # H4: an agent node paused on calls of its own: it continues with the answers.
+            target, state, answers, _ = resume
+        elif resume is not None:
+            current, state, answer, _ = resume
             state.outputs[current] = answer
             state.last = answer
             target = self._next(current, answer, state)
@@ -183,11 +195,18 @@ class Graph(BaseAgent):
             output: Any = None
             if isinstance(node.run, BaseAgent):
                 collected: list[Any] = []
-                async with aclosing(
-                    self._run_agent_node(ctx, node, node.run, node_input, collected)
-                ) as items:
+                node_events: list[Event] = []
+                run = self._run_agent_node(ctx, node, node.run, node_input, collected, answers)
+                answers = None
+                async with aclosing(run) as items:
                     async for item in items:
+                        if isinstance(item, Event) and not item.partial:
+                            node_events.append(item)
                         yield item
+                pause = self._node_pause(ctx, node, node.run, node_events, state)
+                if pause is not None:
+                    yield pause
+                    return
                 output = collected[0] if collected else ""
             else:
                 output = await _call_function(node.run, node_input, state, ctx)
@@ -218,20 +237,25 @@ class Graph(BaseAgent):
         agent: BaseAgent,
         node_input: Any,
         result: list[Any],
+        answers: Content | None = None,
     ) -> AsyncGenerator[Item, None]:
         scope = f"{self.name}/{node.name}"
         child = ctx.for_agent(ctx.agent, isolation_scope=scope)
         message = Content.user(_as_text(node_input))
         child.user_content = message
-        # The node's input is a record in its scope, so its history reads like a conversation.
-        yield Event(
-            author="user",
-            invocation_id=ctx.invocation_id,
-            run_id=ctx.run_id,
-            branch=ctx.branch,
-            isolation_scope=scope,
-            content=message,
-        )
+        if answers is not None:
+            child.answers = answers  # H4: it continues where it paused; its input is stored
+        else:
+            # The node's input is a record in its scope, so its history reads like a
+            # conversation.
+            yield Event(
+                author="user",
+                invocation_id=ctx.invocation_id,
+                run_id=ctx.run_id,
+                branch=ctx.branch,
+                isolation_scope=scope,
+                content=message,
+            )
         final: Any = ""
         async with aclosing(agent.run_async(child)) as items:
             async for item in items:
@@ -247,6 +271,46 @@ class Graph(BaseAgent):
         if parse is not None and getattr(agent, "output_schema", None) is not None and final:
             final = parse(final)  # an answer that does not fit ends the run (G4)
         result.append(final)
+
+    def _node_pause(
+        self,
+        ctx: InvocationContext,
+        node: Node,
+        agent: BaseAgent,
+        events: list[Event],
+        state: GraphState,
+    ) -> Event | None:
+        """H4: when the agent node's run waits on calls of its own, the graph pauses there:
+        a nested-pause record listing them (path `<graph> → <agent>@<node>`), with the graph
+        state saved so that their answers continue the node and then the graph."""
+        asked = {i for e in events for i in e.long_running_tool_ids}
+        waiting = [p for p in ctx.session.pending if p.call_id in asked]
+        if not waiting:
+            return None
+        ids = [p.call_id for p in waiting]
+        entry = {
+            "call_id": node.name,
+            "tool_name": node.name,
+            "agent": agent.name,
+            "pending": [p.model_dump(mode="json") for p in waiting],
+        }
+        calls = waiting_calls(events, waiting)
+        return self._record(
+            ctx,
+            content=Content(role="model", parts=[Part(function_call=c) for c in calls]),
+            long_running_tool_ids=frozenset(ids),
+            custom_metadata={NESTED_PAUSE: [entry]},
+            actions=EventActions(
+                state_delta={
+                    self._state_key: {
+                        "input": state.input,
+                        "outputs": _jsonable(state.outputs),
+                        "last": _jsonable(state.last),
+                        "interrupted": {"node": node.name, "waiting": ids},
+                    }
+                }
+            ),
+        )
 
     def _interrupt(
         self, ctx: InvocationContext, node: str, interrupt: Interrupt, state: GraphState

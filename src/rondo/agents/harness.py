@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from rondo.agents.base import BaseAgent
 from rondo.agents.llm import Agent
+from rondo.context import NestedPause, SubRunOutcome
 from rondo.errors import ConfigurationError, ToolArgumentsError
 from rondo.models.base import FunctionDeclaration
-from rondo.tools.agent_tool import run_in_own_session
+from rondo.sessions.base import nested_session_id
+from rondo.tools.agent_tool import pause_on, run_in_own_session
 from rondo.tools.base import BaseTool, BaseToolset
 
 if TYPE_CHECKING:
@@ -72,13 +74,17 @@ class _Tasks:
         *,
         index: int,
         multitask: bool,
-    ) -> dict[str, Any]:
-        task_id = uuid.uuid4().hex
+    ) -> tuple[dict[str, Any], SubRunOutcome | None]:
+        """One task in its nested session (keyed by the call and, in a multitask, the
+        task's index): its result, and the outcome when it waits on calls (H4)."""
+        call_id = tool_context.function_call_id or uuid.uuid4().hex
+        task_id = nested_session_id(tool_context.session_id, call_id, index if multitask else None)
         try:
-            result, _ = await run_in_own_session(
+            result, outcome = await run_in_own_session(
                 agent,
                 prompt,
                 tool_context,
+                session_id=task_id,
                 task_id=task_id,
                 task_index=index,
                 description=description,
@@ -89,8 +95,10 @@ class _Tasks:
                 "agent": agent.name,
                 "task_id": task_id,
                 "error": f"{type(exc).__name__}: {exc}",
-            }
-        return {"agent": agent.name, "task_id": task_id, **result}
+            }, None
+        if result is None:
+            return {"agent": agent.name, "task_id": task_id}, outcome
+        return {"agent": agent.name, "task_id": task_id, **result}, None
 
 
 class _TaskTool(BaseTool):
@@ -111,9 +119,13 @@ class _TaskTool(BaseTool):
 
     async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
         agent, prompt, description = self._tasks.parse(args)
-        return await self._tasks.run_one(
+        result, waiting = await self._tasks.run_one(
             tool_context, agent, prompt, description, index=1, multitask=False
         )
+        if waiting is not None:
+            pause_on(tool_context, agent, waiting)
+            return None
+        return result
 
 
 class _MultitaskTool(BaseTool):
@@ -146,13 +158,25 @@ class _MultitaskTool(BaseTool):
         if not isinstance(specs, list) or not specs:
             raise ToolArgumentsError("Invalid arguments: argument 'tasks' must be a non-empty list")
         parsed = [self._tasks.parse(spec) for spec in specs]  # pyright: ignore[reportUnknownVariableType]
-        results = await asyncio.gather(
+        done = await asyncio.gather(
             *(
                 self._tasks.run_one(tool_context, agent, prompt, desc, index=i, multitask=True)
                 for i, (agent, prompt, desc) in enumerate(parsed, start=1)
             )
         )
-        return {"results": list(results)}
+        waiting = [outcome for _, outcome in done if outcome is not None]
+        if waiting:
+            # H4: the tasks that finished keep their results in their sessions; the call
+            # waits until every paused task is answered, one by one or together.
+            tool_context.pause_nested(
+                NestedPause(
+                    agent=self.name,
+                    pending=[p for o in waiting for p in o.pending],
+                    calls=[c for o in waiting for c in o.calls],
+                )
+            )
+            return None
+        return {"results": [result for result, _ in done]}
 
 
 class Harness(Agent):

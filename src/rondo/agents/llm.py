@@ -65,6 +65,7 @@ class Agent(BaseAgent):
         on_tool_error_callback: Any = None,
         before_agent_callback: Any = None,
         after_agent_callback: Any = None,
+        max_concurrent_tool_calls: int | None = None,
     ) -> None:
         super().__init__(
             name=name,
@@ -124,6 +125,18 @@ class Agent(BaseAgent):
         self.disallow_transfer_to_parent = disallow_transfer_to_parent
         self.disallow_transfer_to_peers = disallow_transfer_to_peers
         self.mode: Mode = mode
+        if max_concurrent_tool_calls is not None and (
+            isinstance(max_concurrent_tool_calls, bool)
+            or not isinstance(max_concurrent_tool_calls, int)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or max_concurrent_tool_calls < 1
+        ):
+            raise ConfigurationError(
+                "max_concurrent_tool_calls must be a positive int (1: one call after another) "
+                f"or None (no limit), got {max_concurrent_tool_calls!r}"
+            )
+        # How many of one step's calls run at once (T2: all, by default); 1 runs them one
+        # after another in call order, each ending before the next starts (seed 002 §4.C).
+        self.max_concurrent_tool_calls = max_concurrent_tool_calls
         self.before_model_callbacks: Callbacks = normalize_callbacks(
             before_model_callback, "before_model_callback"
         )

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from rondo._ids import new_client_call_id, new_reason_id
 from rondo.events import Event, ToolConfirmation
 from rondo.flow.functions import handle_function_calls
+from rondo.flow.nested import latest_answers
 from rondo.lifecycle import HITLDecided
 from rondo.sessions.base import CONFIRMATION_FUNCTION_NAME
 from rondo.types import Content, FunctionCall, FunctionResponse, Part
@@ -103,22 +104,7 @@ def _decision(response: dict[str, Any]) -> tuple[Decision, ToolConfirmation, str
 
 def _confirmation_answers(ctx: InvocationContext) -> list[FunctionResponse]:
     # H2: only the latest user message counts; never look past newer user text for approvals.
-    user = ctx.user_content
-    if user is None:
-        # An empty-message resume: the answers were stored as the latest user event.
-        for event in reversed(ctx.session.events):
-            if event.author == "user":
-                user = event.content
-                break
-    if user is None:
-        return []
-    return [
-        p.function_response
-        for p in user.parts
-        if p.function_response is not None
-        and p.function_response.name == CONFIRMATION_FUNCTION_NAME
-        and p.function_response.id
-    ]
+    return [a for a in latest_answers(ctx) if a.name == CONFIRMATION_FUNCTION_NAME]
 
 
 def confirmation_processor(
@@ -139,8 +125,8 @@ async def _resume(
     found: dict[str, tuple[FunctionCall, int]] = {}
     for index in range(len(events) - 1, -1, -1):
         event = events[index]
-        if event.author != agent.name:
-            continue
+        if event.author != agent.name or event.nested_pause is not None:
+            continue  # H4: a nested run's request, listed here, is that run's to resume
         for call in event.get_function_calls():
             if (
                 call.name == CONFIRMATION_FUNCTION_NAME

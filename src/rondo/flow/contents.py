@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 from rondo._ids import CLIENT_CALL_ID_PREFIX
 from rondo.errors import ContentsError
-from rondo.events import NO_ACTIONS, Event
+from rondo.events import NESTED_PAUSE, NO_ACTIONS, Event
 from rondo.sessions.base import EventLog, EventsView
 from rondo.types import Content, FunctionCall, FunctionResponse, Part
 
@@ -356,6 +356,12 @@ class ContentsView:
                         compaction.compacted_content,
                     )
                     items = self._items
+                continue
+            metadata = values["custom_metadata"]
+            if metadata is not None and NESTED_PAUSE in metadata:
+                # H4: the calls a nested run waits on, listed for the session: never the
+                # model's, and their answers are that run's (left out without a warning).
+                self._foreign_calls.update(c.id for c in event.get_function_calls() if c.id)
                 continue
             content = values["content"]
             author = values["author"]

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from rondo._callbacks import first_result
 from rondo.agents.base import Item
-from rondo.context import Actions, EventSink, ToolContext
+from rondo.context import Actions, EventSink, NestedPause, ToolContext
 from rondo.errors import ToolNotFoundError
-from rondo.events import Event, EventActions, ToolConfirmation
+from rondo.events import NESTED_PAUSE, Event, EventActions, ToolConfirmation
 from rondo.lifecycle import ActionEnd, ActionStart, ToolCallEnd, ToolCallStart
 from rondo.tools.base import BaseTool
 from rondo.tools.function import to_response
@@ -27,7 +27,13 @@ if TYPE_CHECKING:
     from rondo.context import InvocationContext
     from rondo.telemetry import ToolTrace
 
-__all__ = ["INTERRUPTED_HOLD_ERROR", "CallOutcome", "handle_function_calls", "merge_actions"]
+__all__ = [
+    "INTERRUPTED_HOLD_ERROR",
+    "CallOutcome",
+    "handle_function_calls",
+    "merge_actions",
+    "nested_pause_event",
+]
 
 # D1: the response of a non-idempotent call held on resume, until a human decides.
 INTERRUPTED_HOLD_ERROR = (
@@ -39,7 +45,16 @@ INTERRUPTED_HOLD_ERROR = (
 class CallOutcome:
     """What one call produced: its response (None = no response yet), actions and error."""
 
-    __slots__ = ("actions", "call", "duration_ms", "error", "paused", "response", "trace")
+    __slots__ = (
+        "actions",
+        "call",
+        "duration_ms",
+        "error",
+        "nested",
+        "paused",
+        "response",
+        "trace",
+    )
 
     def __init__(
         self,
@@ -60,6 +75,8 @@ class CallOutcome:
         self.paused = paused
         # Its `execute_tool` span (SPEC O1), ended once the response record exists.
         self.trace: ToolTrace | None = None
+        # H4: the nested run it waits on (then it has no response yet).
+        self.nested: NestedPause | None = None
 
 
 def _copy_json(value: Any) -> Any:
@@ -121,7 +138,7 @@ async def _run_hooked(
             raw = await steps.tool_call(
                 tool.name, tctx.function_call_id or "", lambda: tool.run(args, tctx)
             )
-        if raw is None and tool.is_long_running:
+        if tctx.nested_pause is not None or (raw is None and tool.is_long_running):
             return None, None, "delayed"
         return to_response(raw), None, "ran"
     except Exception as exc:
@@ -183,6 +200,7 @@ async def run_call(
     confirmation: ToolConfirmation | None = None,
     prefilled: dict[str, Any] | None = None,
     held: bool = False,
+    nested_answers: list[FunctionResponse] | None = None,
 ) -> CallOutcome:
     """Run one call through the tool hooks; never raises for tool-level failures.
 
@@ -200,6 +218,7 @@ async def run_call(
         tool_confirmation=confirmation,
         function_call=call,
         reason_id=reason_id,
+        nested_answers=nested_answers,
     )
     if prefilled is not None:
         await tctx.mark_started()
@@ -229,7 +248,9 @@ async def run_call(
         tctx.cancel_event.set()  # a sync tool in its thread can see it (R7)
         raise
     if how == "delayed":
-        return CallOutcome(call, None, actions, None, _ms(started))
+        outcome = CallOutcome(call, None, actions, None, _ms(started))
+        outcome.nested = tctx.nested_pause
+        return outcome
     if known:
         result, error = await _after_tool(agent, ctx, tool, args, tctx, result, error, None)
     return CallOutcome(call, result, actions, error, _ms(started), paused=how == "paused")
@@ -266,6 +287,7 @@ async def _run_traced(
     traced.done(result)
     outcome = CallOutcome(call, result, tctx.actions, error, _ms(started), paused=how == "paused")
     outcome.trace = traced
+    outcome.nested = tctx.nested_pause
     return outcome
 
 
@@ -339,6 +361,43 @@ def response_event(
     )
 
 
+def nested_pause_event(
+    ctx: InvocationContext, author: str, outcomes: Sequence[CallOutcome]
+) -> Event | None:
+    """H4: the record of the calls whose nested runs wait (None when none does). Its content
+    repeats the calls they wait on, long-running, so the run pauses and the session lists
+    them; its metadata says which of this step's calls waits on which."""
+    waiting: list[dict[str, Any]] = []
+    parts: list[Part] = []
+    for outcome in outcomes:
+        pause = outcome.nested
+        if pause is None:
+            continue
+        waiting.append(
+            {
+                "call_id": outcome.call.id or "",
+                "tool_name": outcome.call.name,
+                "agent": pause.agent,
+                "pending": [p.model_dump(mode="json") for p in pause.pending],
+            }
+        )
+        parts.extend(Part(function_call=call) for call in pause.calls)
+    if not waiting:
+        return None
+    return Event(
+        author=author,
+        invocation_id=ctx.invocation_id,
+        run_id=ctx.run_id,
+        branch=ctx.branch,
+        isolation_scope=ctx.isolation_scope,
+        content=Content(role="model", parts=parts),
+        long_running_tool_ids=frozenset(
+            p.call_id for o in outcomes if o.nested for p in o.nested.pending
+        ),
+        custom_metadata={NESTED_PAUSE: waiting},
+    )
+
+
 def _end(ctx: InvocationContext, reason_id: str, outcome: CallOutcome) -> ToolCallEnd:
     call = outcome.call
     return ToolCallEnd(
@@ -371,6 +430,7 @@ async def _dispatch(
     prefilled: dict[str, dict[str, Any]],
     outcomes: list[CallOutcome],
     held: frozenset[str] = frozenset(),
+    nested: dict[str, list[FunctionResponse]] | None = None,
 ) -> AsyncGenerator[Item, None]:
     """Run the calls; what they send comes out in order, then `outcomes` holds them.
 
@@ -398,29 +458,62 @@ async def _dispatch(
                 confirmations.get(cid),
                 prefilled.get(cid),
                 cid in held,
+                nested.get(cid) if nested else None,
             )
         )
         return
     queue: asyncio.Queue[tuple[Any, asyncio.Future[None] | None]] = asyncio.Queue()
     sink = EventSink(queue.put_nowait)
-    action_started = False
-    tasks: list[asyncio.Task[CallOutcome]] = []
+    limit = agent.max_concurrent_tool_calls
+    # One after another: each call is a group of its own, so its end precedes the next
+    # call's start (seed 002 §4.C); a larger limit bounds how many run at once.
+    groups = [[c] for c in calls] if limit == 1 else [list(calls)]
+    gate = asyncio.Semaphore(limit) if limit is not None and 1 < limit < len(calls) else None
+    started: list[asyncio.Task[CallOutcome]] = []
+    state = [False]  # whether ActionStart went out
+    for group in groups:
+        tasks: list[asyncio.Task[CallOutcome]] = []
+        for call in group:
+            call_ctx = ctx.for_agent(ctx.agent)
+            call_ctx.sink = sink
+            cid = call.id or ""
+            run = run_call(
+                agent,
+                call_ctx,
+                call,
+                tools,
+                reason_id,
+                confirmations.get(cid),
+                prefilled.get(cid),
+                cid in held,
+                nested.get(cid) if nested else None,
+            )
+            tasks.append(asyncio.ensure_future(_gated(gate, run) if gate is not None else run))
+        started.extend(tasks)
+        relay = _relay(ctx, calls, reason_id, queue, tasks, state)
+        async with aclosing(relay) as items:
+            async for item in items:
+                yield item
+    outcomes.extend(t.result() for t in started)
+
+
+async def _gated(gate: asyncio.Semaphore, run: Awaitable[CallOutcome]) -> CallOutcome:
+    async with gate:
+        return await run
+
+
+async def _relay(
+    ctx: InvocationContext,
+    calls: Sequence[FunctionCall],
+    reason_id: str,
+    queue: asyncio.Queue[tuple[Any, asyncio.Future[None] | None]],
+    tasks: list[asyncio.Task[CallOutcome]],
+    state: list[bool],
+) -> AsyncGenerator[Item, None]:
+    """What the running `tasks` send, in order, and each one's end as it completes;
+    closing this generator cancels the ones still in flight."""
+    observe = ctx.observe
     getter: asyncio.Future[Any] | None = None
-    for call in calls:
-        call_ctx = ctx.for_agent(ctx.agent)
-        call_ctx.sink = sink
-        cid = call.id or ""
-        run = run_call(
-            agent,
-            call_ctx,
-            call,
-            tools,
-            reason_id,
-            confirmations.get(cid),
-            prefilled.get(cid),
-            cid in held,
-        )
-        tasks.append(asyncio.ensure_future(run))
     try:
         pending: set[asyncio.Future[Any]] = set(tasks)
         while pending:
@@ -434,8 +527,8 @@ async def _dispatch(
             while not queue.empty():  # what a call sent comes before its end
                 sent.append(queue.get_nowait())
             for item, ack in sent:
-                if observe and not action_started and isinstance(item, ToolCallStart):
-                    action_started = True
+                if observe and not state[0] and isinstance(item, ToolCallStart):
+                    state[0] = True
                     yield ActionStart(
                         **ctx.correlation(), reason_id=reason_id, tool_calls=list(calls)
                     )
@@ -448,7 +541,6 @@ async def _dispatch(
                     outcome = task.result()
                     if observe and not outcome.paused:
                         yield _end(ctx, reason_id, outcome)
-        outcomes.extend(t.result() for t in tasks)
     finally:
         if getter is not None and not getter.done():
             getter.cancel()  # cancelled mid-wait: the queue reader goes too (D3)
@@ -464,13 +556,25 @@ async def handle_function_calls(
     confirmations: dict[str, ToolConfirmation] | None = None,
     prefilled: dict[str, dict[str, Any]] | None = None,
     held: frozenset[str] = frozenset(),
+    nested: dict[str, list[FunctionResponse]] | None = None,
 ) -> AsyncGenerator[Item, None]:
     """Run `calls` concurrently; yields lifecycle items (when observed) and the merged
     record, then `ActionEnd` once that record is stored (when an `ActionStart` opened it).
-    Calls whose ids are `held` are not run: they wait for a decision (D1)."""
+    Calls whose ids are `held` are not run: they wait for a decision (D1). Calls continued
+    after a nested pause get the answers in `nested` (H4); calls whose nested run waits
+    again are recorded after the merged record, in a nested-pause record."""
     outcomes: list[CallOutcome] = []
     dispatch = _dispatch(
-        agent, ctx, calls, tools, reason_id, confirmations or {}, prefilled or {}, outcomes, held
+        agent,
+        ctx,
+        calls,
+        tools,
+        reason_id,
+        confirmations or {},
+        prefilled or {},
+        outcomes,
+        held,
+        nested,
     )
     action_started = False
     try:
@@ -488,6 +592,9 @@ async def handle_function_calls(
         _end_spans(outcomes, event)  # O1: each call's span carries its record's id
     if event is not None:
         yield event  # the runner stores it before this generator resumes
+    waiting = nested_pause_event(ctx, agent.name, outcomes)
+    if waiting is not None:
+        yield waiting
     if action_started:
         yield ActionEnd(**ctx.correlation(), reason_id=reason_id, event=event)
 

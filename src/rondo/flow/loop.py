@@ -20,7 +20,7 @@ from rondo._ids import new_reason_id
 from rondo.agents.base import Item
 from rondo.context import Actions, CallbackContext, InvocationContext
 from rondo.errors import ConfigurationError, TransferError
-from rondo.events import Event
+from rondo.events import Event, PendingCall
 from rondo.flow._deltas import DeltaTracker
 from rondo.flow.confirmation import confirmation_event
 from rondo.flow.functions import handle_function_calls
@@ -29,7 +29,7 @@ from rondo.flow.processors import DEFAULT_REQUEST_PROCESSORS
 from rondo.flow.processors.output_schema import output_schema_processor
 from rondo.flow.processors.tools import tools_processor
 from rondo.flow.processors.transfer import transfer_processor, transfer_targets
-from rondo.lifecycle import HITLPending, ReasonStart
+from rondo.lifecycle import HITLPending, ReasonStart, WorkingMemory
 from rondo.models.base import ModelRequest, ModelResponse
 from rondo.tools.base import BaseTool, BaseToolset
 from rondo.tools.structured import SET_MODEL_RESPONSE
@@ -52,6 +52,31 @@ MAX_THOUGHT_ONLY_TURNS = 10
 def _is_thought_only(event: Event) -> bool:
     content = event.content
     return content is not None and bool(content.parts) and all(p.thought for p in content.parts)
+
+
+def _reason_start(ctx: InvocationContext, reason_id: str, request: ModelRequest) -> ReasonStart:
+    """V1: a round's start, with its system prompt and working memory (built only for a
+    consumer of the lifecycle view)."""
+    contents = request.contents
+    calls = results = 0
+    for content in contents:
+        for part in content.parts:
+            if part.function_call is not None:
+                calls += 1
+            elif part.function_response is not None:
+                results += 1
+    last = contents[-1].text if contents else ""
+    return ReasonStart(
+        **ctx.correlation(),
+        reason_id=reason_id,
+        system_prompt=request.config.system_instruction or "",
+        working_memory=WorkingMemory(
+            message_count=len(contents),
+            tool_calls=calls,
+            tool_results=results,
+            last_message=last[:500],
+        ),
+    )
 
 
 class Flow:
@@ -159,16 +184,21 @@ class Flow:
     async def _run_one_step(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
         agent = self.agent
         request = ModelRequest(model=self.model.name)
+        waits = False
         async with aclosing(self._preprocess(ctx, request)) as pre:
             async for item in pre:
                 yield item
-        if ctx.end_invocation:
+                if isinstance(item, Event):
+                    # H4: a call continued by a processor whose nested run waits again:
+                    # the step stops there, as it would after its own tool dispatch.
+                    waits = waits or item.nested_pause is not None
+        if ctx.end_invocation or waits:
             return
 
         observe = ctx.observe
         reason_id = new_reason_id()
         if observe:
-            yield ReasonStart(**ctx.correlation(), reason_id=reason_id)
+            yield _reason_start(ctx, reason_id, request)
         deltas = DeltaTracker(ctx, reason_id) if observe else None
         started = time.perf_counter()
         # E1: state written by model callbacks travels on this step's model events.
@@ -189,7 +219,7 @@ class Flow:
                 if observe and deltas is None:
                     # Another response in the same stream after a round closed: a new round.
                     reason_id = new_reason_id()
-                    yield ReasonStart(**ctx.correlation(), reason_id=reason_id)
+                    yield _reason_start(ctx, reason_id, request)
                     deltas = DeltaTracker(ctx, reason_id)
                 if deltas is not None and event.partial:
                     for delta in deltas.feed(event):
@@ -264,26 +294,41 @@ class Flow:
         With `stored` (a resume, D1) the tool responses are that stored event."""
         agent = self.agent
         tool_event = stored
+        waiting: Event | None = None  # H4: calls whose nested runs wait
         if tool_event is None:
             dispatch = handle_function_calls(agent, ctx, calls, request.tools, reason_id, held=held)
             async with aclosing(dispatch) as items:
                 async for item in items:
                     if isinstance(item, Event):
-                        tool_event = item
+                        if item.nested_pause is not None:
+                            waiting = item
+                        else:
+                            tool_event = item
                     yield item
         if tool_event is None:
-            if ctx.observe and model_event is not None and model_event.long_running_tool_ids:
-                yield self._pending(ctx, model_event, None)
+            if ctx.observe and (
+                waiting is not None
+                or (model_event is not None and model_event.long_running_tool_ids)
+            ):
+                yield self._pending(ctx, model_event, waiting)
             return
         confirm = confirmation_event(ctx, agent.name, calls, tool_event)
         if confirm is not None:
             yield confirm
             if ctx.observe:
-                yield self._pending(ctx, model_event or tool_event, confirm)
-        elif ctx.observe and model_event is not None and model_event.long_running_tool_ids:
+                yield self._pending(ctx, model_event or tool_event, confirm, waiting)
+        elif ctx.observe and (
+            waiting is not None or (model_event is not None and model_event.long_running_tool_ids)
+        ):
             answered = {r.id for r in tool_event.get_function_responses()}
-            if not model_event.long_running_tool_ids <= answered:
-                yield self._pending(ctx, model_event, tool_event)
+            if waiting is not None or (
+                model_event is not None and not model_event.long_running_tool_ids <= answered
+            ):
+                yield self._pending(ctx, model_event, tool_event, waiting)
+        if waiting is not None:
+            # The step is not over: it goes on (structured output, transfer, the next
+            # model call) once the nested runs are answered and their calls respond.
+            return
         final = self._structured_output_event(ctx, tool_event)
         if final is not None:
             yield agent.with_output_key(final)
@@ -360,12 +405,12 @@ class Flow:
                 )
         return None
 
-    def _pending(
-        self, ctx: InvocationContext, model_event: Event, extra: Event | None
-    ) -> HITLPending:
+    def _pending(self, ctx: InvocationContext, *events: Event | None) -> HITLPending:
+        """What the step's records leave waiting, in their order."""
         from rondo.sessions.base import apply_pending
 
-        pending = apply_pending([], model_event)
-        if extra is not None:
-            pending = apply_pending(pending, extra)
+        pending: list[PendingCall] = []
+        for event in events:
+            if event is not None:
+                pending = apply_pending(pending, event)
         return HITLPending(**ctx.correlation(), pending=pending)

@@ -8,6 +8,7 @@ shared and immutable), and appending through a handle older than the store raise
 from __future__ import annotations
 
 import abc
+import hashlib
 import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -35,8 +36,10 @@ __all__ = [
     "check_ids",
     "check_scope",
     "check_session_id",
+    "nested_session_id",
     "split_state_delta",
     "strip_temp_state",
+    "waiting_calls",
 ]
 
 APP_PREFIX = "app:"
@@ -351,14 +354,70 @@ def apply_pending(pending: list[PendingCall], event: Event) -> list[PendingCall]
         if len(kept) != len(pending):
             pending = kept
     if event.long_running_tool_ids:
-        added = [
-            _pending_for_call(event, p.function_call)
-            for p in content.parts
-            if p.function_call is not None and p.function_call.id in event.long_running_tool_ids
-        ]
+        waiting = event.nested_pause
+        if waiting is not None:
+            added = _nested_pending(event, waiting)
+        else:
+            added = [
+                _pending_for_call(event, p.function_call)
+                for p in content.parts
+                if p.function_call is not None and p.function_call.id in event.long_running_tool_ids
+            ]
         if added:
-            pending = [*pending, *added]
+            # H4: a call already listed (a task sub-agent's own request, listed again with
+            # its path by the nested-pause record) is listed once, as the newer record says.
+            ids = {p.call_id for p in added}
+            pending = [*(p for p in pending if p.call_id not in ids), *added]
     return pending
+
+
+def _nested_pending(event: Event, waiting: list[dict[str, Any]]) -> list[PendingCall]:
+    """H4: what a nested-pause record lists on its session: each call the nested run waits
+    on, under the top run's ids, with the path through the call that waits on it."""
+    listed: list[PendingCall] = []
+    for entry in waiting:
+        via = str(entry.get("call_id") or "")
+        for raw in entry.get("pending") or ():
+            inner = PendingCall.model_validate(raw)
+            below = inner.path or (inner.agent_name,)
+            listed.append(
+                inner.model_copy(
+                    update={
+                        "run_id": event.run_id,
+                        "invocation_id": event.invocation_id,
+                        "path": (event.author, f"{below[0]}@{via}", *below[1:]),
+                    }
+                )
+            )
+    return listed
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._~:@-]")
+
+
+def nested_session_id(parent_session_id: str, call_id: str, index: int | None = None) -> str:
+    """The id of the session a call's nested run lives in: the caller's session id, the call
+    id (and the task's index for a multitask), so the API lists it next to its parent; a
+    digest when that would be too long for a session id."""
+    key = _UNSAFE.sub("_", call_id) + (f".{index}" if index is not None else "")
+    candidate = f"{parent_session_id}~{key}"
+    if len(candidate) <= MAX_ID_LENGTH:
+        return candidate
+    digest = hashlib.sha256(f"{parent_session_id}\0{call_id}\0{index}".encode()).hexdigest()
+    return f"{parent_session_id[: MAX_ID_LENGTH - 42]}~{digest[:40]}"
+
+
+def waiting_calls(events: list[Event], pending: list[PendingCall]) -> list[FunctionCall]:
+    """The records of the calls in `pending`, the latest of each, in `pending`'s order."""
+    wanted = {p.call_id for p in pending}
+    found: dict[str, FunctionCall] = {}
+    for event in reversed(events):
+        for call in event.get_function_calls():
+            if call.id in wanted and call.id not in found:
+                found[call.id] = call
+        if len(found) == len(wanted):
+            break
+    return [found[p.call_id] for p in pending if p.call_id in found]
 
 
 class BaseSessionService(abc.ABC):

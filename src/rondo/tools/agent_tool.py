@@ -13,18 +13,21 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from rondo.errors import OutputValidationError, ToolArgumentsError
-from rondo.events import Event
+from rondo.context import NestedPause, SubRunOutcome
+from rondo.errors import ConfigurationError, OutputValidationError, ToolArgumentsError
+from rondo.events import Event, PendingCall
 from rondo.lifecycle import TaskEvent
 from rondo.models.base import FunctionDeclaration
+from rondo.sessions.base import apply_pending, nested_session_id, waiting_calls
 from rondo.tools._schema import format_validation_error
 from rondo.tools.base import BaseTool
-from rondo.types import Content
+from rondo.types import Content, Part
 
 if TYPE_CHECKING:
     from rondo.agents.base import BaseAgent
@@ -37,6 +40,7 @@ __all__ = [
     "AgentTool",
     "FinishTaskTool",
     "TaskTool",
+    "pause_on",
     "run_in_own_session",
 ]
 
@@ -115,61 +119,60 @@ async def run_in_own_session(
     request: str,
     tool_context: ToolContext,
     *,
+    session_id: str,
     task_id: str,
     task_index: int = 1,
     description: str = "",
     is_multitask: bool = False,
     state: dict[str, Any] | None = None,
-) -> tuple[dict[str, Any], list[Event]]:
-    """Run `agent` on `request` in a fresh in-memory session with its own run id.
+) -> tuple[dict[str, Any] | None, SubRunOutcome]:
+    """Run `agent` on `request` in the nested session `session_id` of the runner's store
+    (created on first use; continued when this call is dispatched again), with its own run
+    id. Returns its result, or None while it waits on calls of its own (H4).
 
     Its lifecycle events are wrapped in `TaskEvent`s carrying the caller's run id (V5).
     """
-    from rondo.runner import Runner
-
     parent = tool_context.invocation_context
-    runner = Runner(
-        agent=agent,
-        app_name=parent.app_name,
-        artifact_service=parent.artifact_service,
-        memory_service=parent.memory_service,
-        plugins=parent.plugins.plugins,
-    )
-    session = await runner.session_service.create_session(
-        app_name=parent.app_name, user_id=parent.user_id, state=state
-    )
-    events: list[Event] = []
-    observed = tool_context.observed
-    execution = runner.execute(
-        parent.user_id,
-        session.id,
-        Content.user(request),
-        parent.run_config,
-        None,
-        observe=observed,
-        demand=parent.demand,
-    )
-    async with aclosing(execution) as items:
-        async for item in items:
-            if isinstance(item, Event):
-                if not item.partial:
-                    events.append(item)
-                continue
-            tool_context.emit(
-                TaskEvent(
-                    run_id=item.run_id,
-                    invocation_id=item.invocation_id,
-                    agent_name=agent.name,
-                    node=parent.node,
-                    parent_run_id=parent.run_id,
-                    task_id=task_id,
-                    task_index=task_index,
-                    description=description,
-                    is_multitask=is_multitask,
-                    event=item,
-                )
+    sub_run = parent.sub_run
+    if sub_run is None:
+        raise ConfigurationError(f"{agent.name!r} answers as a tool only inside a Runner's run")
+
+    def wrap(item: Any) -> None:
+        tool_context.emit(
+            TaskEvent(
+                run_id=item.run_id,
+                invocation_id=item.invocation_id,
+                agent_name=agent.name,
+                node=parent.node,
+                parent_run_id=parent.run_id,
+                task_id=task_id,
+                task_index=task_index,
+                description=description,
+                is_multitask=is_multitask,
+                event=item,
             )
-    return _result_of(agent, events), events
+        )
+
+    on_item: Callable[[Any], None] | None = wrap if tool_context.observed else None
+    outcome = await sub_run(
+        parent,
+        agent,
+        session_id=session_id,
+        request=Content.user(request),
+        answers=tool_context.nested_answers or [],
+        state=state,
+        on_item=on_item,
+    )
+    if outcome.pending:
+        return None, outcome
+    return _result_of(agent, outcome.events), outcome
+
+
+def pause_on(tool_context: ToolContext, agent: BaseAgent, outcome: SubRunOutcome) -> None:
+    """H4: the call waits on what `agent`'s nested run waits on."""
+    tool_context.pause_nested(
+        NestedPause(agent=agent.name, pending=outcome.pending, calls=outcome.calls)
+    )
 
 
 class _DelegateTool(BaseTool):
@@ -200,15 +203,21 @@ class AgentTool(_DelegateTool):
     async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
         request = _request_text(args)
         state = {k: v for k, v in tool_context.state.items() if not k.startswith("temp:")}
-        result, events = await run_in_own_session(
+        call_id = tool_context.function_call_id or uuid.uuid4().hex
+        session_id = nested_session_id(tool_context.session_id, call_id)
+        result, outcome = await run_in_own_session(
             self.agent,
             request,
             tool_context,
-            task_id=tool_context.function_call_id or uuid.uuid4().hex,
+            session_id=session_id,
+            task_id=session_id,
             description=request[:200],
             state=state,
         )
-        for event in events:
+        if result is None:
+            pause_on(tool_context, self.agent, outcome)
+            return None
+        for event in outcome.events:
             for key, value in event.actions.state_delta.items():
                 if not key.startswith("temp:"):
                     tool_context.state[key] = value
@@ -234,6 +243,10 @@ class TaskTool(_DelegateTool):
         child.sink = None  # the sub-agent's own tools get their own channel
         # C2: the task input, synthesized from the call's arguments (never stored).
         child.user_content = Content.user(f"{request}\n\n{NO_REPLIES}")
+        answers = tool_context.nested_answers
+        if answers:
+            # H4: the call continues after the sub-agent paused: it gets the answers.
+            child.answers = Content(role="user", parts=[Part(function_response=a) for a in answers])
         events: list[Event] = []
         async with aclosing(self.agent.run_async(child)) as items:
             async for item in items:
@@ -254,6 +267,24 @@ class TaskTool(_DelegateTool):
                             event=item,
                         )
                     )
+        # H4: what the sub-agent's records in its scope leave waiting, and the user's
+        # answers (stored at the top) have not answered, pauses this call.
+        pending: list[PendingCall] = []
+        if answers or any(e.long_running_tool_ids for e in events):
+            scoped = [
+                e for e in parent.session.events if e.isolation_scope == scope or e.author == "user"
+            ]
+            for event in scoped:
+                pending = apply_pending(pending, event)
+        if pending:
+            tool_context.pause_nested(
+                NestedPause(
+                    agent=self.agent.name,
+                    pending=pending,
+                    calls=waiting_calls(list(parent.session.events), pending),
+                )
+            )
+            return None
         return _result_of(self.agent, events)
 
 

@@ -9,6 +9,8 @@ Why this order:
 - tools before confirmation: resuming a confirmed call needs the tool table.
 - instructions, then identity: the seed's system prompt is global → agent → identity.
 - compaction right before contents: a summary appended now must be in this request (K1).
+- nested resume right after confirmation: a call whose nested run paused continues the same
+  way (H4).
 - contents after confirmation: re-dispatched calls must be in the history this step sees.
 - output schema and transfer last: they add tools and instructions for the final turn shape.
 """
@@ -16,6 +18,7 @@ Why this order:
 from __future__ import annotations
 
 from rondo.flow.confirmation import confirmation_processor
+from rondo.flow.nested import nested_resume_processor
 from rondo.flow.processors.basic import basic_processor
 from rondo.flow.processors.compaction import compaction_processor
 from rondo.flow.processors.contents import contents_processor
@@ -31,6 +34,7 @@ DEFAULT_REQUEST_PROCESSORS = (
     basic_processor,
     tools_processor,
     confirmation_processor,
+    nested_resume_processor,
     instructions_processor,
     identity_processor,
     compaction_processor,

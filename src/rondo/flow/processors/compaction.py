@@ -22,8 +22,26 @@ def compaction_processor(
 ) -> AsyncGenerator[Item, None] | None:
     config = ctx.run_config.compaction
     if config is None:
-        return None
+        # V1: the context size goes out before every round, compaction or not.
+        return _size(flow, ctx) if ctx.observe else None
     return _compact(flow, ctx, config)
+
+
+def _context_length(flow: Flow) -> int | None:
+    window = getattr(flow.model, "context_window", None)
+    return window if isinstance(window, int) and not isinstance(window, bool) else None
+
+
+async def _size(flow: Flow, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
+    from rondo.compaction import estimate_context
+
+    now = estimate_context(ctx.session.events, ctx.branch, ctx.isolation_scope)
+    yield ContextSize(
+        **ctx.correlation(),
+        context_length=_context_length(flow),
+        message_count=now.message_count,
+        token_count=now.tokens,
+    )
 
 
 async def _compact(
@@ -45,6 +63,7 @@ async def _compact(
     after = estimate_context(ctx.session.events, ctx.branch, ctx.isolation_scope)
     yield ContextSize(
         **ctx.correlation(),
+        context_length=_context_length(flow),
         message_count=after.message_count,
         token_count=after.tokens,
         compressed=compressed,

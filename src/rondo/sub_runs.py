@@ -1,0 +1,142 @@
+"""Sub-runs: an agent answering as a tool runs in a session of its own, in the runner's
+store (SPEC H4, D1, V5).
+
+The runner installs a `SubRunner` on every invocation context (`ctx.sub_run`); `AgentTool`
+and the Harness's `task` / `multitask` ask it for a run instead of building a runner with a
+throwaway in-memory store. The nested session is keyed by the call that asked for it, so the
+same call dispatched again — after a pause, or when an interrupted invocation resumes —
+continues the same nested run instead of starting another:
+
+- no session yet: create it (with the caller's state) and send the request;
+- answers to calls it waits on: send them; the nested run continues where it paused (H3);
+- an interrupted nested run (D1): continue it from its log, with no new message;
+- otherwise (it finished, or it still waits on calls nobody answered): read it back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+from rondo.context import SubRunOutcome
+from rondo.durable.resume import find_resume_point
+from rondo.events import Event, PendingCall
+from rondo.sessions.base import waiting_calls
+from rondo.types import Content, FunctionResponse, Part
+
+if TYPE_CHECKING:
+    from rondo.agents.base import BaseAgent
+    from rondo.context import InvocationContext
+    from rondo.runner import Runner
+    from rondo.sessions.base import Session
+
+__all__ = ["SubRunner"]
+
+
+class SubRunner:
+    """Runs agents in nested sessions of one runner's store (see the module docstring)."""
+
+    __slots__ = ("_runner", "_runners")
+
+    def __init__(self, runner: Runner) -> None:
+        self._runner = runner
+        self._runners: dict[int, Runner] = {}
+
+    def _runner_for(self, agent: BaseAgent) -> Runner:
+        runner = self._runners.get(id(agent))
+        if runner is None:
+            parent = self._runner
+            runner = self._runners[id(agent)] = type(parent)(
+                agent=agent,
+                app_name=parent.app_name,
+                session_service=parent.session_service,
+                artifact_service=parent.artifact_service,
+                memory_service=parent.memory_service,
+                plugins=parent.plugin_manager.plugins,
+            )
+        return runner
+
+    async def __call__(
+        self,
+        ctx: InvocationContext,
+        agent: BaseAgent,
+        *,
+        session_id: str,
+        request: Content,
+        answers: list[FunctionResponse],
+        state: Mapping[str, Any] | None,
+        on_item: Callable[[Any], None] | None,
+    ) -> SubRunOutcome:
+        runner = self._runner_for(agent)
+        service = runner.session_service
+        app_name, user_id = runner.app_name, ctx.user_id
+        session = await service.get_session(
+            app_name=app_name, user_id=user_id, session_id=session_id
+        )
+        message: Content | None
+        if session is None:
+            await service.create_session(
+                app_name=app_name, user_id=user_id, session_id=session_id, state=state
+            )
+            message = request
+        else:
+            message = _answers_for(session, answers)
+            if message is None and not _resumable(session, agent):
+                return _outcome(session)
+        execution = runner.execute(
+            ctx.user_id,
+            session_id,
+            message,
+            ctx.run_config,
+            None,
+            observe=on_item is not None,
+            demand=ctx.demand,
+        )
+        async with aclosing(execution) as items:
+            async for item in items:
+                if on_item is not None and not isinstance(item, Event):
+                    on_item(item)
+        stored = await service.get_session(
+            app_name=app_name, user_id=user_id, session_id=session_id
+        )
+        assert stored is not None  # the run just wrote to it
+        return _outcome(stored)
+
+
+def _answers_for(session: Session, answers: list[FunctionResponse]) -> Content | None:
+    """The message that answers the calls the nested run waits on (None when none is)."""
+    waiting = {p.call_id for p in session.pending}
+    parts = [Part(function_response=a) for a in answers if a.id in waiting]
+    return Content(role="user", parts=parts) if parts else None
+
+
+def _resumable(session: Session, agent: BaseAgent) -> bool:
+    """Whether the nested run was cut short (D1), or its answers are stored and it never
+    went on with them."""
+    events = session.events
+    if find_resume_point(events, session.pending, agent) is not None:
+        return True
+    if not events:
+        return False
+    last = events[-1]
+    return last.author == "user" and bool(last.get_function_responses())
+
+
+def _outcome(session: Session) -> SubRunOutcome:
+    """The nested run as its session holds it: the records of its latest run and what that
+    run waits on, with the records of the waiting calls."""
+    events = session.events
+    run_id = next((e.run_id for e in reversed(events) if e.author != "user"), "")
+    if run_id:
+        mine = [e for e in events if e.run_id == run_id]
+    else:  # records an agent made without the run's ids: those after the last message
+        last_user = max((i for i, e in enumerate(events) if e.author == "user"), default=-1)
+        mine = list(events[last_user + 1 :])
+    pending: list[PendingCall] = [p for p in session.pending if p.run_id == run_id]
+    return SubRunOutcome(
+        session_id=session.id,
+        events=mine,
+        pending=pending,
+        calls=waiting_calls(mine, pending),
+    )

@@ -1,0 +1,59 @@
+"""SPEC V1 (seed 002): `ReasonStart` carries the round's system prompt and a summary of its
+working memory; `ContextSize` comes before every round, with or without compaction, with
+the model's window when known and before/after figures of 0 when nothing was compressed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rondo import Agent, FunctionCall, Runner
+from rondo.lifecycle import ContextSize, ReasonStart
+from rondo.testing import ScriptedModel, check_stream
+
+
+def ping() -> dict[str, Any]:
+    """Answers pong."""
+    return {"pong": True}
+
+
+async def test_v1_every_round_has_its_context_size_then_its_start_with_prompt_and_memory() -> None:
+    model = ScriptedModel([FunctionCall(name="ping", args={}), "done"])
+    model.context_window = 8192  # type: ignore[attr-defined]
+    agent = Agent(name="a", model=model, instruction="Be brief.", tools=[ping])
+    items = [
+        e
+        async for e in Runner(agent=agent).stream_async(
+            user_id="u", session_id="s", new_message="hello"
+        )
+    ]
+    check_stream(items)
+    kinds = [type(e).__name__ for e in items if isinstance(e, ContextSize | ReasonStart)]
+    assert kinds == ["ContextSize", "ReasonStart", "ContextSize", "ReasonStart"]
+    sizes = [e for e in items if isinstance(e, ContextSize)]
+    assert all(s.context_length == 8192 for s in sizes)
+    assert [s.message_count for s in sizes] == [1, 3]
+    assert sizes[1].token_count > sizes[0].token_count > 0
+    for size in sizes:  # no compaction: nothing compressed, the figures are 0
+        assert not size.compressed
+        assert (size.tokens_before, size.tokens_after) == (0, 0)
+        assert (size.messages_before, size.messages_after) == (0, 0)
+    starts = [e for e in items if isinstance(e, ReasonStart)]
+    assert all("Be brief." in s.system_prompt for s in starts)
+    first, second = (s.working_memory for s in starts)
+    assert first is not None
+    assert second is not None
+    assert (first.message_count, first.tool_calls, first.tool_results) == (1, 0, 0)
+    assert first.last_message == "hello"
+    assert (second.message_count, second.tool_calls, second.tool_results) == (3, 1, 1)
+
+
+async def test_v1_without_a_window_the_context_length_is_unknown() -> None:
+    agent = Agent(name="a", model=ScriptedModel(["hi"]))
+    items = [
+        e
+        async for e in Runner(agent=agent).stream_async(
+            user_id="u", session_id="s", new_message="x"
+        )
+    ]
+    [size] = [e for e in items if isinstance(e, ContextSize)]
+    assert size.context_length is None
