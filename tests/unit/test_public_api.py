@@ -127,6 +127,8 @@ EXACT_ROOT = [
     "InvalidStateValueError",
     "InvocationContext",
     "ListSessionsResponse",
+    "LiveRequest",
+    "LiveRequestQueue",
     "LlmAgent",
     "LlmCallsLimitExceeded",
     "LongRunningFunctionTool",
