@@ -291,9 +291,16 @@ async def test_l1_transcripts_are_stored_as_records() -> None:
             queue.close()
     log = await stored(runner)
     transcripts = [
-        (e.author, e.text) for e in log if e.input_transcription or e.output_transcription
+        (e.author, e.input_transcription or e.output_transcription)
+        for e in log
+        if e.input_transcription or e.output_transcription
     ]
     assert transcripts == [("user", "what is up"), ("bot", "Not much.")]
+    # The history reads as the conversation: the user's words, then the model's, once each.
+    assert [(e.author, e.text) for e in log if e.text] == [
+        ("user", "what is up"),
+        ("bot", "Not much."),
+    ]
     assert [e.input_transcription for e in events if e.partial and e.author == "user"] == [
         "what is ",
         "up",

@@ -166,10 +166,11 @@ _Inbox = asyncio.Queue[tuple[str, int, Any]]
 class _Turn:
     """What one model turn has produced so far: text, audio, transcription pieces."""
 
-    __slots__ = ("audio", "input", "output", "reason_id", "span", "started", "text")
+    __slots__ = ("audio", "input", "output", "reason_id", "said", "span", "started", "text")
 
     def __init__(self) -> None:
         self.text: list[str] = []
+        self.said: list[str] = []  # the model's finished output transcripts
         self.audio: list[bytes] = []
         self.input: list[str] = []
         self.output: list[str] = []
@@ -504,21 +505,20 @@ class _LiveCall:
         pieces = turn.input if who == "user" else turn.output
         text = "".join(pieces)
         pieces.clear()
+        if text and who != "user":
+            turn.said.append(text)
         out: list[Item] = [self._transcript(who, text, partial=False)] if text else []
         if not turn.input and not turn.output:
             out.extend(self._release())
         return out
 
     def _transcript(self, who: str, text: str, *, partial: bool) -> Event:
-        """A transcription piece (partial) or the whole of it, stored as a record whose
-        content is the text, so the log reads as the conversation it was."""
+        """A transcription piece (partial) or the whole of it (stored). The user's words are
+        the record's content, so the log reads as the conversation it was; the model's words
+        become the content of the turn's final record (once, whatever the modality)."""
         ctx = self.ctx
         user = who == "user"
-        content = (
-            None
-            if partial
-            else Content(role="user" if who == "user" else "model", parts=[Part(text=text)])
-        )
+        content = Content.user(text) if user and not partial else None
         return Event(
             author=who,
             invocation_id=ctx.invocation_id,
@@ -538,7 +538,7 @@ class _LiveCall:
             return []
         out = [*self._finish_transcript("user"), *self._finish_transcript(self.agent.name)]
         self.turn = None
-        text = "".join(turn.text)
+        text = "".join(turn.text) or " ".join(turn.said)
         final = self._event(
             Content.model(text) if text else None, turn_complete=True, interrupted=interrupted
         )
