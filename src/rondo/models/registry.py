@@ -79,12 +79,13 @@ def _load(spec: str, module_name: str, factory_name: str, extra: str) -> Callabl
 
 
 # Live models (SPEC L1): their adapters hold a connection instead of answering requests.
-_LIVE = {"rondo.models.gemini_live": "gemini"}
+_LIVE = {"rondo.models.gemini_live": "gemini", "rondo.models.openai_realtime": "openai"}
 
 
 def _live_module(spec: str) -> str | None:
     """The live adapter a model string names: `gemini-live-…` (bare, as ADK writes it) or
-    `gemini:gemini-live-…` / `gemini:…native-audio…`."""
+    `gemini:gemini-live-…` / `gemini:…native-audio…`, `openai:gpt-realtime…` /
+    `openai:gpt-4o-realtime-…`."""
     prefix, sep, name = spec.partition(":")
     if not sep:
         prefix, name = "gemini", spec
@@ -92,4 +93,6 @@ def _live_module(spec: str) -> str | None:
             return None
     if prefix == "gemini" and ("-live" in name or "native-audio" in name):
         return "rondo.models.gemini_live"
+    if prefix == "openai" and "realtime" in name:
+        return "rondo.models.openai_realtime"
     return None
