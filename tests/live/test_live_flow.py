@@ -490,3 +490,66 @@ async def test_l1_scripted_live_model_says_when_its_script_ran_out() -> None:
     model = ScriptedLiveModel(["only"])
     with pytest.raises(ScriptExhaustedError, match="1 turns"):
         await live(runner_for(model), ["a", "b"], until=lambda e: False)
+
+
+async def test_l3_save_live_blob_stores_the_turns_audio_as_artifacts() -> None:
+    from rondo import Blob
+    from rondo.artifacts.memory import InMemoryArtifactService
+    from rondo.types import Part
+
+    said = Blob(mime_type="audio/pcm;rate=24000", data=b"\x07\x08")
+    model = ScriptedLiveModel(
+        [[LiveResponse(content=Content(role="model", parts=[Part(inline_data=said)]))]]
+    )
+    artifacts = InMemoryArtifactService()
+    runner = Runner(agent=Agent("bot", model=model), artifact_service=artifacts)
+    queue = LiveRequestQueue()
+    queue.send_realtime(Blob(mime_type="audio/pcm;rate=16000", data=b"\x01\x02\x03"))
+    queue.send_activity_end()
+    events: list[Event] = []
+    config = RunConfig(save_live_blob=True)
+    async for event in runner.run_live(
+        user_id=USER, session_id=SESSION, live_request_queue=queue, run_config=config
+    ):
+        events.append(event)
+        if event.turn_complete:
+            queue.close()
+    (final,) = [e for e in events if e.turn_complete]
+    names = sorted(final.actions.artifact_delta)
+    assert [n.rsplit("_", 1)[1] for n in names] == ["input.pcm", "output.pcm"]
+    heard = await artifacts.load_artifact(
+        app_name=runner.app_name, user_id=USER, session_id=SESSION, filename=names[0]
+    )
+    assert heard is not None
+    assert heard.inline_data is not None
+    assert heard.inline_data.data == b"\x01\x02\x03"
+    spoken = await artifacts.load_artifact(
+        app_name=runner.app_name, user_id=USER, session_id=SESSION, filename=names[1]
+    )
+    assert spoken is not None
+    assert spoken.inline_data == said
+
+
+async def test_l3_save_live_blob_without_an_artifact_service_is_a_configuration_error() -> None:
+    runner = runner_for(ScriptedLiveModel(["x"]))
+    with pytest.raises(ConfigurationError, match="artifact_service"):
+        await live(runner, ["a"], until=lambda e: True, run_config=RunConfig(save_live_blob=True))
+
+
+async def test_l3_spans_per_live_turn_and_tool_call() -> None:
+    from tests._otel import sdk
+
+    otel = sdk()
+    otel.spans.clear()
+    model = ScriptedLiveModel(["Hi.", FunctionCall(name="add", args={"a": 1, "b": 2}), "3."])
+    runner = runner_for(model)
+    await live(runner, ["hello", "add"], until=final_text("3."))
+    spans = otel.finished()
+    names = [s.name for s in spans]
+    assert names.count("live_turn bot") == 2
+    assert names.count("execute_tool add") == 1
+    (agent,) = [s for s in spans if s.name == "invoke_agent bot"]
+    for span in spans:
+        if span.name in ("live_turn bot", "execute_tool add"):
+            assert span.parent is not None
+            assert span.parent.span_id == agent.context.span_id

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from rondo._ids import new_client_call_id, new_reason_id
 from rondo.agents.base import Item
-from rondo.context import Actions, ToolContext
+from rondo.context import Actions, CallbackContext, ToolContext
 from rondo.errors import ConfigurationError
-from rondo.events import Event
+from rondo.events import Event, EventActions
 from rondo.flow.confirmation import confirmation_event, confirmation_processor
 from rondo.flow.contents import NUDGE_TEXT
 from rondo.flow.functions import handle_function_calls
@@ -58,7 +58,7 @@ from rondo.models.live import (
     lost_reason,
 )
 from rondo.sessions.base import CONFIRMATION_FUNCTION_NAME
-from rondo.types import Content, FunctionCall, FunctionResponse, Part
+from rondo.types import Blob, Content, FunctionCall, FunctionResponse, Part
 
 if TYPE_CHECKING:
     from rondo.agents.llm import Agent
@@ -166,9 +166,20 @@ _Inbox = asyncio.Queue[tuple[str, int, Any]]
 class _Turn:
     """What one model turn has produced so far: text, audio, transcription pieces."""
 
-    __slots__ = ("audio", "input", "output", "reason_id", "said", "span", "started", "text")
+    __slots__ = (
+        "audio",
+        "audio_mime",
+        "input",
+        "output",
+        "reason_id",
+        "said",
+        "span",
+        "started",
+        "text",
+    )
 
     def __init__(self) -> None:
+        self.audio_mime = "audio/pcm"
         self.text: list[str] = []
         self.said: list[str] = []  # the model's finished output transcripts
         self.audio: list[bytes] = []
@@ -203,6 +214,12 @@ class _LiveCall:
         self.tasks: set[asyncio.Task[Any]] = set()
         self.blobs_in: list[bytes] = []
         self.blob_mime = "audio/pcm"
+        self.turns_saved = 0
+        if ctx.run_config.save_live_blob and ctx.artifact_service is None:
+            raise ConfigurationError(
+                "save_live_blob stores the call's audio as artifacts: give the Runner an "
+                "artifact_service"
+            )
 
     # -- the call ---------------------------------------------------------------------------
 
@@ -224,7 +241,7 @@ class _LiveCall:
             async with aclosing(self._serve()) as items:
                 async for item in items:
                     yield item
-            for item in self._flush_turn(interrupted=True):
+            for item in await self._flush_turn(interrupted=True):
                 yield item
             for item in self._release():
                 yield item
@@ -251,7 +268,7 @@ class _LiveCall:
                         f"live connection of agent {self.agent.name!r} dropped "
                         f"{reconnects} times in a row ({value[0]}); giving up"
                     ) from value[1]
-                for item in self._flush_turn(interrupted=True):
+                for item in await self._flush_turn(interrupted=True):
                     yield item
                 for item in self._release():
                     yield item
@@ -423,7 +440,7 @@ class _LiveCall:
                 None, error_code=response.error_code, error_message=response.error_message
             )
         if response.turn_complete or response.interrupted:
-            for item in self._flush_turn(interrupted=response.interrupted):
+            for item in await self._flush_turn(interrupted=response.interrupted):
                 yield item
             for item in self._release():
                 yield item
@@ -453,6 +470,7 @@ class _LiveCall:
                 turn.text.append(part.text)
             elif part.inline_data is not None and self.ctx.run_config.save_live_blob:
                 turn.audio.append(part.inline_data.data)
+                turn.audio_mime = part.inline_data.mime_type
         event = self._event(content, partial=True)
         if self.ctx.observe:
             out.extend(self._deltas(turn, content))
@@ -530,9 +548,10 @@ class _LiveCall:
             output_transcription=None if user else text,
         )
 
-    def _flush_turn(self, *, interrupted: bool) -> list[Item]:
+    async def _flush_turn(self, *, interrupted: bool) -> list[Item]:
         """End the turn: its transcripts, then one stored record with its text (none for an
-        audio-only turn) marking the end of the turn."""
+        audio-only turn) marking the end of the turn, with the turn's audio as artifacts when
+        `save_live_blob` asks for them."""
         turn = self.turn
         if turn is None:
             return []
@@ -540,7 +559,10 @@ class _LiveCall:
         self.turn = None
         text = "".join(turn.text) or " ".join(turn.said)
         final = self._event(
-            Content.model(text) if text else None, turn_complete=True, interrupted=interrupted
+            Content.model(text) if text else None,
+            turn_complete=True,
+            interrupted=interrupted,
+            actions=await self._save_audio(turn),
         )
         out.append(final)
         if self.ctx.observe:
@@ -556,6 +578,25 @@ class _LiveCall:
         if turn.span is not None:
             turn.span.end()
         return out
+
+    async def _save_audio(self, turn: _Turn) -> EventActions:
+        """L3: the audio heard and said in this turn, one artifact per direction."""
+        ctx = self.ctx
+        if not ctx.run_config.save_live_blob or (not turn.audio and not self.blobs_in):
+            return EventActions()
+        actions = Actions()
+        saver = CallbackContext(ctx, actions)
+        self.turns_saved += 1
+        stem = f"live_{ctx.invocation_id}_{self.turns_saved:04d}"
+        for direction, chunks, mime in (
+            ("input", self.blobs_in, self.blob_mime),
+            ("output", turn.audio, turn.audio_mime),
+        ):
+            if chunks:
+                blob = Blob(mime_type=mime, data=b"".join(chunks))
+                await saver.save_artifact(f"{stem}_{direction}.pcm", Part(inline_data=blob))
+        self.blobs_in = []
+        return actions.to_record()
 
     def _end_turn_span(self) -> None:
         if self.turn is not None and self.turn.span is not None:
