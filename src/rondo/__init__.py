@@ -68,6 +68,7 @@ if TYPE_CHECKING:
         TransferError,
     )
     from rondo.events import Event, EventActions, PendingCall, ToolConfirmation
+    from rondo.models.live import LiveRequest, LiveRequestQueue
     from rondo.plugins import Plugin
     from rondo.run_config import RunConfig
     from rondo.runner import Runner, RunResult
@@ -93,6 +94,8 @@ _EXPORTS: dict[str, str] = {
     "Runner": "rondo.runner",
     "RunResult": "rondo.runner",
     "RunConfig": "rondo.run_config",
+    "LiveRequest": "rondo.models.live",
+    "LiveRequestQueue": "rondo.models.live",
     "Content": "rondo.types",
     "Part": "rondo.types",
     "FunctionCall": "rondo.types",
@@ -200,6 +203,8 @@ __all__ = [
     "InvalidStateValueError",
     "InvocationContext",
     "ListSessionsResponse",
+    "LiveRequest",
+    "LiveRequestQueue",
     "LlmAgent",
     "LlmCallsLimitExceeded",
     "LongRunningFunctionTool",

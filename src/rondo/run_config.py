@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 if TYPE_CHECKING:
     from rondo.models.base import ModelResponse
 
-__all__ = ["CompactionConfig", "DurableSteps", "RunConfig"]
+__all__ = ["CompactionConfig", "DurableSteps", "RunConfig", "SessionResumptionConfig"]
 
 DEFAULT_SUMMARY_INSTRUCTION = (
     "Summarize the conversation below for the assistant that will continue it. Keep every "
@@ -51,6 +51,17 @@ class DurableSteps(Protocol):
         ...
 
 
+class SessionResumptionConfig(BaseModel):
+    """Live: ask the provider for session-resumption handles, so a dropped connection
+    continues the same provider session (`handle`: one to start from; `transparent`: the
+    provider's transparent mode, where it supports one)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    handle: str | None = None
+    transparent: bool | None = None
+
+
 class RunConfig(BaseModel):
     """Settings for one invocation.
 
@@ -75,3 +86,21 @@ class RunConfig(BaseModel):
     prompt_caching: bool = True
     # D2: set by a durable engine (`rondo.durable.dbos`); None runs calls directly.
     durable_steps: DurableSteps | None = None
+    # -- live (`Runner.run_live`, SPEC L1-L3); ignored by run_async --------------------------
+    # "TEXT" and/or "AUDIO"; None lets the provider choose (audio for native-audio models).
+    response_modalities: tuple[str, ...] | None = None
+    # The provider's voice settings, passed through (google-genai `SpeechConfig` fields, or
+    # OpenAI Realtime's `{"voice": ...}`).
+    speech_config: Any = None
+    # Transcribe the user's / the model's speech (True or a provider config dict).
+    input_audio_transcription: bool | dict[str, Any] | None = True
+    output_audio_transcription: bool | dict[str, Any] | None = True
+    # Ask for resumption handles (a reconnect continues the provider session); None: off.
+    session_resumption: SessionResumptionConfig | None = None
+    # The provider's voice-activity settings, passed through (e.g. disable automatic
+    # detection to drive turns with `send_activity_start/end`).
+    realtime_input_config: Any = None
+    # Store the audio sent and received as artifacts (one per turn and direction).
+    save_live_blob: bool = False
+    # Reconnects in a row without a message received in between; past it the run ends.
+    max_live_reconnects: int = Field(default=5, ge=0)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from rondo.events import Event, PendingCall
     from rondo.lifecycle import LifecycleEvent, RunMetrics
     from rondo.memory.base import BaseMemoryService
+    from rondo.models.live import LiveRequestQueue
     from rondo.plugins import Plugin
     from rondo.run_config import RunConfig
     from rondo.sessions.base import BaseSessionService, Session
@@ -332,6 +333,114 @@ class Runner:
                 run_config=run_config,
             )
         )
+
+    async def run_live(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        live_request_queue: LiveRequestQueue,
+        run_config: RunConfig | None = None,
+    ) -> AsyncGenerator[Event, None]:
+        """Run a live call (SPEC L1): what is written to `live_request_queue` goes to the
+        agent's live model over one connection; yields its records (partials included),
+        each stored before it is yielded. Ends when the queue is closed or the model ends
+        the call; a connection that cannot be (re)opened raises `LiveConnectError`."""
+        from rondo.events import Event
+
+        execution = self._execute_live(
+            user_id, session_id, live_request_queue, run_config, observe=False
+        )
+        async with aclosing(execution) as items:
+            async for item in items:
+                if isinstance(item, Event):
+                    yield item
+
+    async def stream_live(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        live_request_queue: LiveRequestQueue,
+        run_config: RunConfig | None = None,
+    ) -> AsyncGenerator[LifecycleEvent, None]:
+        """`run_live` as the lifecycle view: `RunStart`, per turn `ReasonStart` /
+        `ReasonDelta` / `ReasonEnd`, tool events, `HITLPending`, `RunEnd`."""
+        from rondo.events import Event
+
+        execution = self._execute_live(
+            user_id, session_id, live_request_queue, run_config, observe=True
+        )
+        async with aclosing(execution) as items:
+            async for item in items:
+                if not isinstance(item, Event):
+                    yield item
+
+    async def _execute_live(
+        self,
+        user_id: str,
+        session_id: str,
+        queue: LiveRequestQueue,
+        run_config: RunConfig | None,
+        *,
+        observe: bool,
+    ) -> AsyncGenerator[Item, None]:
+        from rondo._ids import new_invocation_id, new_run_id
+        from rondo.agents.llm import Agent
+        from rondo.context import InvocationContext
+        from rondo.events import Event
+        from rondo.flow.live import run_live_agent
+        from rondo.run_config import RunConfig
+
+        session = await self.session_service.get_or_create_session(
+            app_name=self.app_name, user_id=user_id, session_id=session_id
+        )
+        agent = self._agent_to_run(session, None)
+        if not isinstance(agent, Agent):
+            raise ConfigurationError(
+                f"a live call runs an LLM agent; {agent.name!r} is a {type(agent).__name__}"
+            )
+        # Compaction is off in live (seed 000 §4.9): the history is sent once, at connect.
+        config = (run_config or RunConfig()).model_copy(update={"compaction": None})
+        ctx = InvocationContext(
+            app_name=self.app_name,
+            user_id=user_id,
+            session=session,
+            session_service=self.session_service,
+            plugins=self.plugin_manager,
+            invocation_id=new_invocation_id(),
+            run_id=new_run_id(),
+            agent=agent,
+            root_agent=self.agent,
+            run_config=config,
+            artifact_service=self.artifact_service,
+            memory_service=self.memory_service,
+            observe=observe,
+        )
+        summary = _Summary()
+        if observe:
+            from rondo.lifecycle import RunStart
+
+            yield RunStart(**ctx.correlation(), session_id=session_id, user_id=user_id)
+        early = await self._before_run(ctx)
+        if early is not None:
+            summary.record(early)
+            yield early
+        else:
+            async with aclosing(run_live_agent(agent, ctx, queue)) as items:
+                async for item in items:
+                    if isinstance(item, Event):
+                        item = await self._on_event(ctx, item)
+                        summary.record(item)
+                    yield item
+            if "after_run" in self.plugin_manager.active:
+                await self.plugin_manager.run("after_run", ctx)
+        if observe:
+            from rondo.lifecycle import RunEnd
+
+            report = summary.report(ctx, self.agent)
+            report["error"] = str(report["error"]) if report["error"] is not None else None
+            yield RunEnd(**ctx.correlation(), **report)
 
     async def close(self) -> None:
         """Close the toolsets of every agent in the tree (MCP connections, processes)."""

@@ -128,6 +128,8 @@ EXACT_ROOT = [
     "InvalidStateValueError",
     "InvocationContext",
     "ListSessionsResponse",
+    "LiveRequest",
+    "LiveRequestQueue",
     "LlmAgent",
     "LlmCallsLimitExceeded",
     "LongRunningFunctionTool",

@@ -10,6 +10,13 @@ from rondo.models.base import (
     ModelRequest,
     ModelResponse,
 )
+from rondo.models.live import (
+    LiveConnectConfig,
+    LiveConnection,
+    LiveModel,
+    LiveRequest,
+    LiveResponse,
+)
 from rondo.models.registry import register_provider, resolve_model
 from rondo.types import Usage
 
@@ -19,6 +26,11 @@ if TYPE_CHECKING:
 __all__ = [
     "FunctionDeclaration",
     "GenerateConfig",
+    "LiveConnectConfig",
+    "LiveConnection",
+    "LiveModel",
+    "LiveRequest",
+    "LiveResponse",
     "Model",
     "ModelCapabilities",
     "ModelRequest",

@@ -49,6 +49,9 @@ def resolve_model(spec: str) -> Model:
     substitute = _substitute.get()
     if substitute is not None:
         return substitute(spec)
+    live = _live_module(spec)
+    if live is not None:
+        return _load(spec, live, "from_model_string", _LIVE[live])(spec.partition(":")[2] or spec)
     prefix, sep, name = spec.partition(":")
     if not sep or not name:
         known = ", ".join(sorted({*_BUILTIN, *_custom}))
@@ -62,11 +65,34 @@ def resolve_model(spec: str) -> Model:
         known = ", ".join(sorted({*_BUILTIN, *_custom}))
         raise ModelNotFoundError(f"unknown model provider {prefix!r} in {spec!r} (known: {known})")
     module_name, factory_name, extra = entry
+    return _load(spec, module_name, factory_name, extra)(name)
+
+
+def _load(spec: str, module_name: str, factory_name: str, extra: str) -> Callable[[str], Model]:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ModelNotFoundError(
             f"model {spec!r} needs the {extra!r} extra: pip install 'rondo-agents[{extra}]' ({exc})"
         ) from exc
-    factory: Callable[[str], Model] = getattr(module, factory_name)
-    return factory(name)
+    return getattr(module, factory_name)
+
+
+# Live models (SPEC L1): their adapters hold a connection instead of answering requests.
+_LIVE = {"rondo.models.gemini_live": "gemini", "rondo.models.openai_realtime": "openai"}
+
+
+def _live_module(spec: str) -> str | None:
+    """The live adapter a model string names: `gemini-live-…` (bare, as ADK writes it) or
+    `gemini:gemini-live-…` / `gemini:…native-audio…`, `openai:gpt-realtime…` /
+    `openai:gpt-4o-realtime-…`."""
+    prefix, sep, name = spec.partition(":")
+    if not sep:
+        prefix, name = "gemini", spec
+        if not spec.startswith("gemini-"):
+            return None
+    if prefix == "gemini" and ("-live" in name or "native-audio" in name):
+        return "rondo.models.gemini_live"
+    if prefix == "openai" and "realtime" in name:
+        return "rondo.models.openai_realtime"
+    return None

@@ -16,6 +16,7 @@ from rondo.testing.cassette import (
 )
 from rondo.testing.contract import StreamContractError, check_stream
 from rondo.testing.evals import evaluate, evaluate_async
+from rondo.testing.live import ScriptedLiveModel
 from rondo.testing.scripted import ScriptedModel
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "CassetteRecorder",
     "RecordingModel",
     "ReplayModel",
+    "ScriptedLiveModel",
     "ScriptedModel",
     "StreamContractError",
     "check_stream",
