@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.staticfiles import StaticFiles
 
 from rondo._version import __version__
 from rondo.errors import ConfigurationError
@@ -20,6 +19,7 @@ from rondo.server.errors import install_error_handlers
 from rondo.server.guard import RequestGuard
 from rondo.server.limits import BodyLimit
 from rondo.server.state import ServerState
+from rondo.server.ui_files import UiFiles
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -198,4 +198,4 @@ def _mount_ui(app: FastAPI) -> None:
     if not (UI_DIR / "index.html").is_file():
         raise ConfigurationError(f"rondo's web UI is missing from this install ({UI_DIR})")
     # Mounted after every API route, so `/` and unknown paths reach the UI, never an API path.
-    app.mount("/", StaticFiles(directory=UI_DIR, html=True), name="ui")
+    app.mount("/", UiFiles(directory=str(UI_DIR), api_routes=app.router.routes), name="ui")
