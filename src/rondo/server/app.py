@@ -40,23 +40,14 @@ def _stores(
     artifact_service: BaseArtifactService | None,
 ) -> tuple[BaseSessionService, BaseArtifactService, bool]:
     """The session and artifact stores, and whether the app opened (so closes) the former."""
-    from rondo.artifacts.filesystem import FileArtifactService
-    from rondo.artifacts.memory import InMemoryArtifactService
+    from rondo.cli.loading import open_artifact_service, open_session_service
 
     owned = session_service is None
     store = "memory"
     if session_service is None:
-        from rondo.cli.loading import open_session_service
-
         session_service, store = open_session_service(db)
     if artifact_service is None:
-        # Artifacts live beside durable sessions, and die with in-memory ones.
-        durable = owned and store != "memory"
-        artifact_service = (
-            FileArtifactService(Path(".rondo") / "artifacts")
-            if durable
-            else InMemoryArtifactService()
-        )
+        artifact_service = open_artifact_service(durable=owned and store != "memory")
     return session_service, artifact_service, owned
 
 
