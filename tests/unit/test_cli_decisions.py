@@ -116,7 +116,10 @@ def test_h3_decision_flags_are_checked(bank: Path, tmp_path: Path) -> None:
         ("mypkg", "mypkg"),
     ],
 )
-def test_w1_the_cli_names_an_app_as_the_server_does(path: str, name: str) -> None:
+def test_w1_the_cli_names_an_app_as_the_server_does(
+    path: str, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(Path(__file__).parents[2])  # the paths are the repository's
     assert app_name_for(path) == name
 
 

@@ -247,8 +247,7 @@ def run(
 ) -> None:
     """Run a message through an agent (`root_agent`), or chat with it.
 
-    A run that ends waiting for a decision, without a terminal to ask it in, prints how to
-    answer (--approve/--reject/--skip CALL_ID) and exits with status 3.
+    A run left waiting for a decision without a terminal prints how to answer it, exits 3.
     """
     errors = Console(stderr=True, soft_wrap=True, highlight=False)
     try:
