@@ -211,3 +211,13 @@ def test_w4_keyboard_only_use_works(page: Any, web: Any) -> None:
     expect(page.get_by_role("tab", name=re.compile("Events"))).to_have_attribute(
         "aria-selected", "true"
     )
+
+
+def test_w4_the_docs_pictures_are_taken_from_the_current_ui(browser: Any, tmp_path: Path) -> None:
+    """tests/browser/make_screenshot.py still drives today's UI on the examples (both
+    pictures), so docs/images can always be regenerated."""
+    from tests.browser.make_screenshot import make
+
+    for trace in (False, True):
+        out = make(tmp_path, trace=trace, browser=browser)
+        assert out.stat().st_size > 50_000

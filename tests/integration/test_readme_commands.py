@@ -239,3 +239,22 @@ def test_the_readme_curl_session_runs(tmp_path: Path) -> None:
     assert json.loads(created)["id"] == "s1"
     assert '"name":"delete_file"' in run.replace(" ", "")
     assert "Comment: keep it" in decided
+
+
+_PATH = re.compile(r"`((?:src|tests|bench|docs|examples|\.ci)/[\w./-]+)`")
+_LINK = re.compile(r"\]\((?!https?:|#)([^)#\s]+)")
+
+
+def test_every_path_the_docs_name_exists() -> None:
+    """Each repository path in README.md, examples/README.md and docs/ (in backticks or as a
+    link) is a real file or folder."""
+    missing: list[str] = []
+    for doc in [*DOCS, *sorted((ROOT / "docs").glob("*.md"))]:
+        text = doc.read_text(encoding="utf-8")
+        for path in _PATH.findall(text):
+            if not (ROOT / path.rstrip("/.")).exists():
+                missing.append(f"{doc.name}: {path}")
+        for link in _LINK.findall(text):
+            if not (doc.parent / link).exists():
+                missing.append(f"{doc.name}: link {link}")
+    assert missing == []
