@@ -5,6 +5,7 @@ layout works at 390, 1280 and 1920 px without clipping; keyboard-only use works.
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,17 @@ def _masked(snapshot: dict[str, Any]) -> dict[str, Any]:
     return {**snapshot, "items": items}
 
 
+def _shows(page: Any, expected: dict[str, Any]) -> dict[str, Any]:
+    """What the page shows once it has rendered `expected` (messages render on the next
+    animation frame): polls like `expect` does, and returns the last reading."""
+    deadline = time.monotonic() + 20
+    while True:
+        seen = _masked(page.evaluate(SNAPSHOT))
+        if seen == expected or time.monotonic() > deadline:
+            return seen
+        page.wait_for_timeout(100)
+
+
 def _open(page: Any, web: Any) -> None:
     page.goto(web.url + "/")
     expect(page).to_have_url(re.compile(rf"#/apps/{APP}$"))
@@ -79,6 +91,7 @@ def _conversation(page: Any, web: Any) -> None:
     card.get_by_role("textbox", name="Note").fill("keep that file")
     card.get_by_role("button", name="Reject", exact=True).click()
     expect(card).to_contain_text("Rejected by you — “keep that file”")
+    expect(page.locator(".msg-agent .msg-text").last).to_contain_text("I did not delete the file")
     _idle(page)
 
 
@@ -95,7 +108,7 @@ def test_w4_a_reload_and_a_new_tab_show_what_the_live_view_showed(
 
     page.reload()
     expect(page.locator(".run-footer")).to_have_count(3)
-    reloaded = _masked(page.evaluate(SNAPSHOT))
+    reloaded = _shows(page, _masked(live))
     assert reloaded["items"] == _masked(live)["items"], "\n".join(
         f"{a}\n{b}\n"
         for a, b in zip(reloaded["items"], _masked(live)["items"], strict=False)
@@ -111,7 +124,7 @@ def test_w4_a_reload_and_a_new_tab_show_what_the_live_view_showed(
     try:
         other.goto(url)
         expect(other.locator(".run-footer")).to_have_count(3)
-        assert _masked(other.evaluate(SNAPSHOT)) == _masked(live)
+        assert _shows(other, _masked(live)) == _masked(live)
         expect(other.locator(".session.is-active .session-title")).to_have_text("weather in Oslo")
         other.get_by_role("tab", name=re.compile("Timeline")).click()
         rows = other.locator(".timeline .row")
