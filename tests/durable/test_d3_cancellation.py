@@ -13,15 +13,18 @@ import asyncio
 from contextlib import suppress
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from rondo import Agent, Event, FunctionCall, FunctionTool, RunConfig, Runner, ToolContext
 from rondo.durable import find_interrupted
 from rondo.models.base import ModelRequest
 from rondo.sessions.base import Session
 from rondo.sessions.memory import InMemorySessionService
 from rondo.testing import ScriptedModel
+from tests._require import require_module
+
+# Property tests need hypothesis (the dev extra); without it this module skips, naming it.
+_hypothesis = require_module("hypothesis", what="HYPOTHESIS", install="pip install hypothesis")
+st = require_module("hypothesis.strategies", what="HYPOTHESIS", install="pip install hypothesis")
+HealthCheck, given, settings = _hypothesis.HealthCheck, _hypothesis.given, _hypothesis.settings
 
 
 class SlowStore(InMemorySessionService):

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import importlib
 import re
+from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from rondo import Runner
+from rondo.cli import app
 from rondo.lifecycle import RunEnd, ToolCallEnd
+from tests._require import require_module
 
 from ._local import require_local_model
 
@@ -43,3 +47,16 @@ async def test_weather_example_calls_the_tool_and_answers_with_its_temperature(
     assert isinstance(end, RunEnd)
     assert re.search(rf"(?<![\d-]){temperature.group(1)}(?!\d)", end.text), end.text
     assert end.metrics.model_calls == 2
+
+
+def test_o3_the_weather_eval_set_passes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """examples/README.md's command: `rondo eval examples/weather
+    examples/weather/weather.evalset.json`, thresholds from the test_config.json beside it."""
+    require_module("rouge_score", what="EVAL", install="pip install 'rondo-agents[eval]'")
+    monkeypatch.delenv("RONDO_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    weather = Path(__file__).parents[2] / "examples" / "weather"
+    result = CliRunner().invoke(app, ["eval", str(weather), str(weather / "weather.evalset.json")])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "2 of 2 cases passed" in result.stdout
+    assert "response_match_score >= 0.7" in result.stderr

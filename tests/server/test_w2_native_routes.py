@@ -15,6 +15,7 @@ from rondo.lifecycle import (
     ToolCallEnd,
     parse_lifecycle_event,
 )
+from rondo.server.native_routes import pending_json
 from tests.server._live import sse_events
 
 
@@ -72,7 +73,7 @@ def _pause(client: httpx.Client, app: str, text: str) -> Any:
     assert len(end.pending) == 1
     listed = client.get(f"/apps/{app}/users/u/sessions/s/pending")
     assert listed.status_code == 200
-    assert listed.json() == [p.model_dump(mode="json") for p in end.pending]
+    assert listed.json() == [pending_json(p) for p in end.pending]
     return end.pending[0]
 
 

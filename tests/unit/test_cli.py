@@ -374,6 +374,8 @@ def test_h3_a_paused_call_is_decided_in_the_terminal(
 def test_h3_a_pause_without_a_terminal_leaves_the_call_waiting(tmp_path: Path) -> None:
     agent = write(tmp_path / "bank.py", BANK_AGENT)
     code, out, err = run(str(agent), "pay 7", "--db", "memory")
-    assert code == 0, err
+    assert code == 3, err
+    assert "pay(amount=7)" in err
+    assert "--db memory keeps nothing" in err
     assert "⏸ waiting for: pay(amount=7)" in out
     assert "← pay" not in out

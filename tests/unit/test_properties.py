@@ -10,8 +10,6 @@ import string
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
 
 from rondo import Content, Event, EventActions, FunctionCall, FunctionResponse, Part
 from rondo.errors import ContentsError
@@ -41,6 +39,17 @@ from rondo.lifecycle import (
 from rondo.models import ModelResponse, Usage
 from rondo.models.aggregator import StreamAggregator
 from rondo.types import Blob, PartialArg
+from tests._require import require_module
+
+# Property tests need hypothesis (the dev extra); without it this module skips, naming it.
+_hypothesis = require_module("hypothesis", what="HYPOTHESIS", install="pip install hypothesis")
+st = require_module("hypothesis.strategies", what="HYPOTHESIS", install="pip install hypothesis")
+HealthCheck, assume, given, settings = (
+    _hypothesis.HealthCheck,
+    _hypothesis.assume,
+    _hypothesis.given,
+    _hypothesis.settings,
+)
 
 # RONDO_HYPOTHESIS_EXAMPLES=5000 for a deeper search than CI's.
 PROPERTIES = settings(

@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from tests._require import require_module
 
@@ -33,6 +31,11 @@ from rondo.types import (  # noqa: E402
     FunctionResponse,
     Part,
 )
+
+# Property tests need hypothesis (the dev extra); without it this module skips, naming it.
+_hypothesis = require_module("hypothesis", what="HYPOTHESIS", install="pip install hypothesis")
+st = require_module("hypothesis.strategies", what="HYPOTHESIS", install="pip install hypothesis")
+given = _hypothesis.given
 
 ROUND_TRIPS = [
     Part(text="hello"),

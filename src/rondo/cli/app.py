@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import uuid
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -14,14 +13,25 @@ from rich.markup import escape
 
 from rondo._version import __version__
 from rondo.cli.cassettes import CliCassette, RecordOption, ReplayOption
+from rondo.cli.decisions import (
+    EXIT_WAITING,
+    Approve,
+    Comment,
+    DecisionFlags,
+    Reject,
+    Result,
+    Skip,
+    ask_decisions,
+    show_how_to_answer,
+)
 from rondo.cli.eval import eval_command
-from rondo.cli.loading import CliError, open_session_service
+from rondo.cli.loading import CliError, app_name_for, open_artifact_service, open_session_service
 from rondo.cli.render import JsonLinesRenderer, LiveRenderer
 from rondo.cli.serve import register as register_serve
 from rondo.errors import RondoError
 from rondo.events import PendingCall
 from rondo.lifecycle import RunEnd
-from rondo.types import Content, Part
+from rondo.types import Content
 
 if TYPE_CHECKING:
     from rondo.agents.base import BaseAgent
@@ -57,35 +67,52 @@ def _root(
 
 
 class _Session:
-    """One agent, one store, one session: what every message of a `rondo run` goes through."""
+    """One agent, one store, one session: what every message of a `rondo run` goes through.
+
+    Runs are async, on one event loop (`loop`); prompts are read on the main thread between
+    runs, so Ctrl-C during an answer cancels that run (SPEC R7) and Ctrl-C at a prompt leaves.
+    """
 
     def __init__(
         self,
+        loop: asyncio.Runner,
         agent: BaseAgent,
-        service: BaseSessionService,
-        store: str,
+        app_name: str,
+        stores: tuple[BaseSessionService, str],
         session_id: str,
         jsonl: bool,
     ) -> None:
         from rondo.runner import Runner
 
+        self.loop = loop
         self.agent = agent
-        self.service = service
-        self.store = store
+        self.service, self.store = stores
+        self.app_name = app_name
         self.session_id = session_id
         self.jsonl = jsonl
         self.out = Console(soft_wrap=True, highlight=False)
-        self.runner = Runner(agent=agent, app_name=agent.name, session_service=service)
+        self.runner = Runner(
+            agent=agent,
+            app_name=app_name,
+            session_service=self.service,
+            artifact_service=open_artifact_service(durable=self.store != "memory"),
+        )
 
-    async def send(self, message: str) -> None:
+    def send(self, message: str | Content) -> list[PendingCall]:
         """Run `message`; in a terminal, a run that pauses on calls waiting for a human asks
-        for each decision and resumes with it (H3), until the run ends."""
+        for each decision and resumes with it (H3). Returns the calls left waiting."""
         answer: str | Content | None = message
+        pending: list[PendingCall] = []
         while answer is not None:
-            pending = await self._run(answer)
+            pending = self.loop.run(self._run(answer))
             answer = None
             if pending and not self.jsonl and _stdin_is_tty():
-                answer = await self._decide(pending)
+                answer = ask_decisions(self._ask, pending)
+                if answer is None:
+                    self.out.print(
+                        f"[dim]still waiting; --session {self.session_id} continues it[/]"
+                    )
+        return pending
 
     async def _run(self, message: str | Content) -> list[PendingCall]:
         """Render one run; returns the calls it left waiting."""
@@ -106,69 +133,53 @@ class _Session:
             renderer.close()
         return pending
 
-    async def _decide(self, pending: list[PendingCall]) -> Content | None:
-        """Ask for a decision on each waiting call; None leaves them waiting."""
-        parts: list[Part] = []
-        for call in pending:
-            shown = escape(_call_text(call))
-            if call.kind == "confirmation":
-                prompt = (
-                    f"[yellow]{shown}[/] — [bold]a[/]pprove, [bold]r[/]eject or [bold]s[/]kip? "
-                )
-                choice = (await self._ask(prompt)).strip().lower()[:1]
-                if choice == "a":
-                    parts.append(call.approve())
-                elif choice == "r":
-                    comment = (await self._ask("[dim]why (optional)?[/] ")).strip()
-                    parts.append(call.reject(comment or None))
-                elif choice == "s":
-                    note = (await self._ask("[dim]what to record as its result?[/] ")).strip()
-                    parts.append(call.skip(note or None))
-            else:
-                raw = (
-                    await self._ask(f"[yellow]{shown}[/] — its result (JSON, empty: wait)? ")
-                ).strip()
-                if raw:
-                    parts.append(call.respond(_as_result(raw)))
-        if not parts:
-            self.out.print(f"[dim]still waiting; --session {self.session_id} continues it[/]")
-            return None
-        return Content(role="user", parts=parts)
+    async def waiting(self) -> list[PendingCall]:
+        """The calls the session waits on (none for a new session)."""
+        session = await self.service.get_session(
+            app_name=self.app_name, user_id=_USER_ID, session_id=self.session_id
+        )
+        return session.pending if session is not None else []
 
-    async def _ask(self, prompt: str) -> str:
+    def _ask(self, prompt: str) -> str:
         try:
-            return await asyncio.to_thread(self.out.input, prompt)
+            return self.out.input(prompt)
         except EOFError:
             return ""
 
-    async def close(self) -> None:
-        await self.service.close()
+    def close(self) -> None:
+        self.loop.run(self.service.close())
 
 
-async def _one_message(session: _Session, message: str) -> None:
+def _one_message(session: _Session, message: str | Content, command: list[str]) -> None:
+    """Run one message; a run left waiting exits with `EXIT_WAITING`, saying how to answer."""
     try:
-        await session.send(message)
+        pending = session.send(message)
     finally:
-        await session.close()
-    if not session.jsonl and session.store != "memory":
+        session.close()
+    durable = session.store != "memory"
+    if pending:
+        show_how_to_answer(Console(stderr=True, soft_wrap=True), pending, command, durable)
+        raise typer.Exit(EXIT_WAITING)
+    if not session.jsonl and durable:
         session.out.print(
             f"[dim]session {session.session_id} in {escape(session.store)} "
             f"(--session {session.session_id} continues it)[/]"
         )
 
 
-async def _chat(session: _Session, errors: Console) -> None:
-    """Read a message, run it, repeat, until EOF or `exit`."""
+def _chat(session: _Session, errors: Console) -> None:
+    """Read a message, run it, repeat, until Ctrl-D, Ctrl-C at the prompt, or `exit`.
+    Ctrl-C during an answer cancels that run and comes back to the prompt."""
     out = session.out
     out.print(
         f"[dim]chatting with {escape(session.agent.name)} — session {session.session_id}; "
-        "Ctrl-D or 'exit' to leave[/]"
+        "Ctrl-C stops an answer; Ctrl-D, Ctrl-C or 'exit' at the prompt leaves[/]"
     )
     try:
         while True:
             try:
-                message = await asyncio.to_thread(out.input, "[bold green]you ›[/] ")
-            except EOFError:
+                message = out.input("[bold green]you ›[/] ")
+            except (EOFError, KeyboardInterrupt):
                 out.print()
                 return
             if message.strip().lower() in _EXIT_WORDS:
@@ -176,33 +187,27 @@ async def _chat(session: _Session, errors: Console) -> None:
             if not message.strip():
                 continue
             try:
-                await session.send(message)
+                session.send(message)
+            except KeyboardInterrupt:
+                out.print("[yellow]cancelled[/] [dim](Ctrl-C again or Ctrl-D leaves)[/]")
             except RondoError as exc:  # the chat goes on: the next message may work
                 errors.print(f"[red]error:[/] {escape(_describe(exc))}")
     finally:
-        await session.close()
+        session.close()
 
 
 def _stdin_is_tty() -> bool:
     return sys.stdin.isatty()
 
 
-def _call_text(call: PendingCall) -> str:
-    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in call.args.items())
-    return f"{call.tool_name}({args})"
-
-
-def _as_result(raw: str) -> dict[str, Any]:
-    """A typed result: a JSON object as it is, anything else under "result"."""
-    try:
-        value: Any = json.loads(raw)
-    except ValueError:
-        value = raw
-    return value if isinstance(value, dict) else {"result": value}  # pyright: ignore[reportUnknownVariableType]
-
-
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+def _continue_command(path: str, session_id: str, db: str | None) -> list[str]:
+    """The `rondo run` command that continues this session."""
+    command = ["rondo", "run", path, "--session", session_id]
+    return [*command, "--db", db] if db is not None else command
 
 
 @app.command()
@@ -234,23 +239,39 @@ def run(
     ] = None,
     record: RecordOption = None,
     replay: ReplayOption = None,
+    approve: Approve = None,
+    reject: Reject = None,
+    skip: Skip = None,
+    comment: Comment = None,
+    result: Result = None,
 ) -> None:
-    """Run a message through an agent (`root_agent`), or chat with it."""
+    """Run a message through an agent (`root_agent`), or chat with it.
+
+    A run left waiting for a decision without a terminal prints how to answer it, exits 3.
+    """
     errors = Console(stderr=True, soft_wrap=True, highlight=False)
     try:
+        decisions = DecisionFlags(approve, reject, skip, comment, result)
+        if decisions and (session is None or message is not None):
+            raise CliError("--approve, --reject and --skip need --session ID and no MESSAGE")
         cassette = CliCassette(record=record, replay=replay)
         agent = cassette.load_agent(path, model)
-        interactive = message is None and _stdin_is_tty() and not jsonl
-        if message is None and not interactive:
+        interactive = message is None and not decisions and _stdin_is_tty() and not jsonl
+        if message is None and not interactive and not decisions:
             message = sys.stdin.read().strip()
             if not message:
                 raise CliError("no message: pass MESSAGE, pipe one on stdin, or run in a terminal")
-        service, store = open_session_service(db)
-        chat = _Session(agent, service, store, session or uuid.uuid4().hex[:12], jsonl)
-        if message is None:
-            asyncio.run(_chat(chat, errors))
-        else:
-            asyncio.run(_one_message(chat, message))
+        session_id = session or uuid.uuid4().hex[:12]
+        with asyncio.Runner() as loop:
+            chat = _Session(
+                loop, agent, app_name_for(path), open_session_service(db), session_id, jsonl
+            )
+            if interactive:
+                _chat(chat, errors)
+            else:
+                answer = decisions.answer(loop.run(chat.waiting())) if decisions else message
+                assert answer is not None
+                _one_message(chat, answer, _continue_command(path, session_id, db))
         cassette.finish()
     except (CliError, RondoError) as exc:
         shown = str(exc) if isinstance(exc, CliError) else _describe(exc)

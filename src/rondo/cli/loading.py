@@ -13,10 +13,18 @@ from rondo.agents.base import BaseAgent
 from rondo.errors import CliError
 
 if TYPE_CHECKING:
+    from rondo.artifacts.base import BaseArtifactService
     from rondo.models.base import Model
     from rondo.sessions.base import BaseSessionService
 
-__all__ = ["CliError", "load_agent", "open_session_service", "override_model"]
+__all__ = [
+    "CliError",
+    "app_name_for",
+    "load_agent",
+    "open_artifact_service",
+    "open_session_service",
+    "override_model",
+]
 
 
 def _exec_module(name: str, file: Path, *, package_dir: Path | None = None) -> ModuleType:
@@ -126,3 +134,34 @@ def open_session_service(db: str | None) -> tuple[BaseSessionService, str]:
     file = Path(db).expanduser().resolve()
     file.parent.mkdir(parents=True, exist_ok=True)
     return SqlSessionService(file), str(db)  # a path: the stdlib sqlite3 driver
+
+
+def app_name_for(path: str) -> str:
+    """The app name sessions of `path` are stored under, the one `rondo api-server` gives
+    the same agent: a folder's name (for `DIR/agent.py` too); a file's stem; a module's
+    last part (its package's, for `pkg.agent`). So `rondo run examples/weather` and the
+    server of `examples/` share the sessions of app `weather`."""
+    target = Path(path)
+    if target.is_dir():
+        return target.resolve().name
+    if target.suffix == ".py":
+        resolved = target.resolve()
+        if resolved.stem in ("agent", "__init__"):
+            return resolved.parent.name
+        return resolved.stem
+    parts = path.split(".")
+    if len(parts) > 1 and parts[-1] == "agent":
+        return parts[-2]
+    return parts[-1]
+
+
+def open_artifact_service(*, durable: bool) -> BaseArtifactService:
+    """Artifacts live beside durable sessions (files under `.rondo/artifacts`, where the
+    server keeps them too) and die with in-memory ones."""
+    if durable:
+        from rondo.artifacts.filesystem import FileArtifactService
+
+        return FileArtifactService(Path(".rondo") / "artifacts")
+    from rondo.artifacts.memory import InMemoryArtifactService
+
+    return InMemoryArtifactService()

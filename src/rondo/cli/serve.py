@@ -17,7 +17,7 @@ from rondo.errors import RondoError
 
 __all__ = ["ServeOptions", "check_bind", "register"]
 
-_INSTALL = "pip install 'rondo-agents[server]'"
+_INSTALL = "./dev web, or pip install -e '.[server]' in a clone of rondo"
 
 AgentsDir = Annotated[
     str, typer.Argument(help="Folder with one sub-folder per app (APP/agent.py with root_agent).")
@@ -147,6 +147,13 @@ def check_bind(host: str, auth_tokens: str | None, allow_unauthenticated: bool) 
     )
 
 
+def _url_host(host: str) -> str:
+    """The host as a browser is told to open it: a wildcard bind is reached on loopback."""
+    if host in ("0.0.0.0", "", "::"):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
+
+
 def _serve(options: ServeOptions) -> None:
     errors = Console(stderr=True, soft_wrap=True, highlight=False)
     try:
@@ -176,10 +183,13 @@ def _serve(options: ServeOptions) -> None:
             public_url=options.public_url,
         )
         names = app.state.rondo.apps.names()
+        url = f"http://{_url_host(options.host)}:{options.port}/"
         errors.print(
             f"[dim]rondo {'web' if options.web else 'api-server'}: {len(names)} app(s) "
-            f"({escape(', '.join(names)) or 'none'}) at http://{options.host}:{options.port}[/]"
+            f"({escape(', '.join(names)) or 'none'}) at {url}[/]"
         )
+        if options.web:
+            errors.print(f"[bold]the web UI: open {url}[/]")
     except (CliError, RondoError) as exc:
         errors.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from None

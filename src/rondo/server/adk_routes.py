@@ -12,13 +12,15 @@ import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from pydantic import BaseModel
 
 from rondo._version import __version__
+from rondo.durable.resume import find_resume_point
 from rondo.errors import SessionExistsError
 from rondo.events import Event, EventActions
-from rondo.server.auth import caller, check_shared_state, owner
+from rondo.server.auth import authorize, caller, check_shared_state, owner
 from rondo.server.errors import BadRequestError, InvalidValueError, NotFoundError, SafeRoute
 from rondo.server.runs import collect, start_run
 from rondo.server.state import ServerState, server_state
@@ -40,7 +42,7 @@ from rondo.server.wire import (
 from rondo.sessions.base import Session
 from rondo.types import Part
 
-__all__ = ["router"]
+__all__ = ["require_message", "router"]
 
 router = APIRouter(route_class=SafeRoute)
 
@@ -426,10 +428,41 @@ async def delete_artifact(
 # -- runs ---------------------------------------------------------------------------------
 
 
+_NO_MESSAGE = (
+    "Field required: newMessage is the user's message. A run without one only resumes an "
+    "interrupted invocation (SPEC D1), and this session has none"
+)
+
+
+async def require_message(state: ServerState, who: str | None, body: RunAgentRequest) -> None:
+    """Refuse (422, naming `newMessage`) a run without a message, unless the session's last
+    invocation was cut short: then the empty message means "resume it" (SPEC D1), on every
+    run route. A message without parts counts as none."""
+    if body.new_message is not None and body.new_message.parts:
+        return
+    body.new_message = None
+    if not body.app_name:
+        return  # start_run names the missing app
+    authorize(who, body.user_id)
+    runner = await state.apps.runner(body.app_name)
+    session = await state.sessions.get_session(
+        app_name=body.app_name, user_id=body.user_id, session_id=body.session_id
+    )
+    if session is None:
+        return  # start_run answers 404
+    if not body.state_delta and find_resume_point(session.events, session.pending, runner.agent):
+        return
+    raise RequestValidationError(
+        [{"type": "missing", "loc": ("body", "newMessage"), "msg": _NO_MESSAGE, "input": None}]
+    )
+
+
 @router.post("/run", response_model=list[WireEvent])
 async def run(body: RunAgentRequest, request: Request) -> Response:
-    """Run one invocation to its end; the answer is the array of its events."""
+    """Run one invocation to its end; the answer is the array of its events. Without
+    `newMessage` it resumes the session's interrupted invocation (422 if there is none)."""
     state = server_state(request)
+    await require_message(state, caller(request), body)
     body.streaming = False  # as ADK: `/run` never streams the model
     events = await collect(await start_run(state, caller(request), body))
     return _json([event_json(e) for e in events])
@@ -459,7 +492,9 @@ def _adk_frames(event: Event) -> list[bytes]:
     },
 )
 async def run_sse(body: RunAgentRequest, request: Request) -> Response:
-    """Run one invocation and stream its events (partial ones too with `streaming`)."""
+    """Run one invocation and stream its events (partial ones too with `streaming`).
+    Without `newMessage` it resumes the session's interrupted invocation (422 if none)."""
     state = server_state(request)
+    await require_message(state, caller(request), body)
     started = await start_run(state, caller(request), body)
     return await open_stream(started.records(), _adk_frames, release=started.release)

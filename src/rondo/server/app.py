@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.staticfiles import StaticFiles
 
 from rondo._version import __version__
 from rondo.errors import ConfigurationError
@@ -22,6 +21,7 @@ from rondo.server.guard import RequestGuard
 from rondo.server.limits import BodyLimit
 from rondo.server.state import ServerState
 from rondo.server.timeouts import ServerTimeouts
+from rondo.server.ui_files import UiFiles
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -43,23 +43,14 @@ def _stores(
     artifact_service: BaseArtifactService | None,
 ) -> tuple[BaseSessionService, BaseArtifactService, bool]:
     """The session and artifact stores, and whether the app opened (so closes) the former."""
-    from rondo.artifacts.filesystem import FileArtifactService
-    from rondo.artifacts.memory import InMemoryArtifactService
+    from rondo.cli.loading import open_artifact_service, open_session_service
 
     owned = session_service is None
     store = "memory"
     if session_service is None:
-        from rondo.cli.loading import open_session_service
-
         session_service, store = open_session_service(db)
     if artifact_service is None:
-        # Artifacts live beside durable sessions, and die with in-memory ones.
-        durable = owned and store != "memory"
-        artifact_service = (
-            FileArtifactService(Path(".rondo") / "artifacts")
-            if durable
-            else InMemoryArtifactService()
-        )
+        artifact_service = open_artifact_service(durable=owned and store != "memory")
     return session_service, artifact_service, owned
 
 
@@ -214,4 +205,4 @@ def _mount_ui(app: FastAPI) -> None:
     if not (UI_DIR / "index.html").is_file():
         raise ConfigurationError(f"rondo's web UI is missing from this install ({UI_DIR})")
     # Mounted after every API route, so `/` and unknown paths reach the UI, never an API path.
-    app.mount("/", StaticFiles(directory=UI_DIR, html=True), name="ui")
+    app.mount("/", UiFiles(directory=str(UI_DIR), api_routes=app.router.routes), name="ui")

@@ -13,18 +13,20 @@ from typing import Any, Literal, cast
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from rondo.events import PendingCall
 from rondo.lifecycle import to_json
+from rondo.server.adk_routes import require_message
 from rondo.server.auth import caller, owner
 from rondo.server.errors import BadRequestError, NotFoundError, SafeRoute, stream_error
 from rondo.server.runs import start_run
 from rondo.server.state import ServerState, server_state
 from rondo.server.streams import dumps, open_stream
-from rondo.server.wire import RunAgentRequest
+from rondo.server.wire import RunAgentRequest, WireFunctionCall, part_json
 from rondo.types import Content, Part
 
-__all__ = ["LifecycleRunRequest", "PendingDecision", "router"]
+__all__ = ["LifecycleRunRequest", "PendingDecision", "WirePendingCall", "pending_json", "router"]
 
 router = APIRouter(tags=["rondo"], route_class=SafeRoute)
 
@@ -77,8 +79,10 @@ def _lifecycle_error(exc: BaseException) -> dict[str, Any]:
 
 @router.post("/run_lifecycle", response_class=Response, responses=_STREAM_DOC)
 async def run_lifecycle(body: LifecycleRunRequest, request: Request) -> Response:
-    """Run one invocation and stream rondo's lifecycle events."""
+    """Run one invocation and stream rondo's lifecycle events. Without `newMessage` it
+    resumes the session's interrupted invocation (422 if there is none)."""
     state = server_state(request)
+    await require_message(state, caller(request), body)
     started = await start_run(state, caller(request), body)
     return await open_stream(
         started.lifecycle(),
@@ -100,14 +104,50 @@ async def _pending(
     return session.pending
 
 
-@router.get(_SESSION + "/pending", response_model=list[PendingCall])
+class WirePendingCall(BaseModel):
+    """A pending call as the pending route writes it: camelCase, nothing null (as ADK's
+    routes). `callId` is what `POST .../pending/{callId}` decides; for a confirmation,
+    `originalCall` is the guarded tool call."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    call_id: str
+    tool_name: str
+    args: dict[str, Any] = Field(default_factory=dict[str, Any])
+    kind: Literal["confirmation", "long_running"]
+    hint: str = ""
+    run_id: str = ""
+    invocation_id: str = ""
+    agent_name: str = ""
+    original_call: WireFunctionCall | None = None
+    original_call_id: str | None = None
+
+
+def pending_json(call: PendingCall) -> dict[str, Any]:
+    """`call` in the pending route's JSON (`WirePendingCall`)."""
+    out: dict[str, Any] = {
+        "callId": call.call_id,
+        "toolName": call.tool_name,
+        "args": call.args,
+        "kind": call.kind,
+        "hint": call.hint,
+        "runId": call.run_id,
+        "invocationId": call.invocation_id,
+        "agentName": call.agent_name,
+    }
+    if call.original_call is not None:
+        out["originalCall"] = part_json(Part(function_call=call.original_call))["functionCall"]
+    if call.original_call_id is not None:
+        out["originalCallId"] = call.original_call_id
+    return out
+
+
+@router.get(_SESSION + "/pending", response_model=list[WirePendingCall])
 async def list_pending(app_name: str, user_id: str, session_id: str, request: Request) -> Response:
     """The calls the session's last run waits on (confirmations, long-running tools)."""
     state = owner(request, user_id)
     pending = await _pending(state, app_name, user_id, session_id)
-    return Response(
-        dumps([p.model_dump(mode="json") for p in pending]), media_type="application/json"
-    )
+    return Response(dumps([pending_json(p) for p in pending]), media_type="application/json")
 
 
 def answer(call: PendingCall, decision: PendingDecision) -> Part:

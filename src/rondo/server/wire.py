@@ -44,6 +44,7 @@ __all__ = [
     "WireEvent",
     "WirePart",
     "WireSession",
+    "adk_finish_reason",
     "content_json",
     "event_json",
     "part_json",
@@ -221,7 +222,13 @@ class RunAgentRequest(_Body):
     app_name: str | None = None
     user_id: str
     session_id: str
-    new_message: WireContent | None = None
+    new_message: WireContent | None = Field(
+        default=None,
+        description="The user's message. Required, except to resume the session's interrupted "
+        "invocation (a run cut short by a crash or a cancel, SPEC D1): then send no message "
+        "(or one without parts) and the run continues where its log ends; without such an "
+        "invocation the request is answered 422.",
+    )
     streaming: bool = Field(
         default=False, description="Stream the model's output: partial events as they come."
     )
@@ -455,6 +462,47 @@ def _usage_json(usage: Usage) -> dict[str, int]:
     return out
 
 
+# rondo's provider-neutral finish reasons -> google-genai's `FinishReason` names, which ADK
+# writes (a tool call ends a Gemini turn with STOP too). Gemini's own names pass through.
+_ADK_FINISH = {
+    "stop": "STOP",
+    "tool_calls": "STOP",
+    "max_tokens": "MAX_TOKENS",
+    "content_filter": "SAFETY",
+    "refusal": "SAFETY",
+}
+_GENAI_FINISH = frozenset(
+    {
+        "BLOCKLIST",
+        "IMAGE_OTHER",
+        "IMAGE_PROHIBITED_CONTENT",
+        "IMAGE_RECITATION",
+        "IMAGE_SAFETY",
+        "LANGUAGE",
+        "MALFORMED_FUNCTION_CALL",
+        "MAX_TOKENS",
+        "NO_IMAGE",
+        "OTHER",
+        "PROHIBITED_CONTENT",
+        "RECITATION",
+        "SAFETY",
+        "SPII",
+        "STOP",
+        "TOO_MANY_TOOL_CALLS",
+        "UNEXPECTED_TOOL_CALL",
+    }
+)
+
+
+def adk_finish_reason(reason: str) -> str:
+    """`reason` in ADK's spelling: `STOP`, `MAX_TOKENS`, `SAFETY`, ... (`OTHER` if unknown)."""
+    known = _ADK_FINISH.get(reason)
+    if known is not None:
+        return known
+    upper = reason.upper()
+    return upper if upper in _GENAI_FINISH else "OTHER"
+
+
 def event_json(event: Event) -> dict[str, Any]:
     """An `Event` in ADK's JSON, keys in ADK's order, nothing null."""
     out: dict[str, Any] = {}
@@ -465,7 +513,7 @@ def event_json(event: Event) -> dict[str, Any]:
     if event.turn_complete is not None:
         out["turnComplete"] = event.turn_complete
     if event.finish_reason is not None:
-        out["finishReason"] = event.finish_reason
+        out["finishReason"] = adk_finish_reason(event.finish_reason)
     if event.error_code is not None:
         out["errorCode"] = event.error_code
     if event.error_message is not None:

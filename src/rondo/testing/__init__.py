@@ -16,6 +16,7 @@ from rondo.testing.cassette import (
 )
 from rondo.testing.contract import StreamContractError, check_stream
 from rondo.testing.evals import evaluate, evaluate_async
+from rondo.testing.function_model import FunctionModel
 from rondo.testing.live import ScriptedLiveModel
 from rondo.testing.scripted import ScriptedModel
 
@@ -24,6 +25,7 @@ __all__ = [
     "CassetteMismatchError",
     "CassettePlayer",
     "CassetteRecorder",
+    "FunctionModel",
     "RecordingModel",
     "ReplayModel",
     "ScriptedLiveModel",

@@ -76,6 +76,10 @@ class PlanView {
 
 class RunFooter {
   constructor(item) {
+    this.el = h("div", { class: "run-footer" });
+    this.update(item);
+  }
+  update(item) {
     const m = item.metrics || {};
     const bits = [];
     if (m.model_calls !== undefined) bits.push(`${m.model_calls} model call${m.model_calls === 1 ? "" : "s"}`);
@@ -83,14 +87,9 @@ class RunFooter {
     if (m.total_tokens) bits.push(`${m.total_tokens} tokens`);
     if (m.duration_ms !== undefined) bits.push(formatDuration(m.duration_ms));
     if (item.pending) bits.push(`paused: waiting for ${item.pending === 1 ? "your decision" : `${item.pending} decisions`}`);
-    this.el = h(
-      "div",
-      { class: `run-footer${item.abnormal ? " is-abnormal" : ""}` },
-      item.abnormal ? "The run ended on a partial response · " : "",
-      bits.join(" · "),
-    );
+    this.el.className = `run-footer${item.abnormal ? " is-abnormal" : ""}`;
+    replace(this.el, item.abnormal ? "The run ended on a partial response · " : "", bits.join(" · "));
   }
-  update() {}
 }
 
 const VIEWS = { user: MessageView, agent: MessageView, error: ErrorView, plan: PlanView, run: RunFooter };

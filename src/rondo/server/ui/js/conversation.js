@@ -4,8 +4,9 @@
 // Views subscribe and update the one item that changed.
 
 import { describeDetail } from "./api.js";
+import { CONFIRMATION_TOOL, lifecycleFromRecords } from "./records_lifecycle.js";
 
-export const CONFIRMATION_TOOL = "adk_request_confirmation";
+export { CONFIRMATION_TOOL };
 
 /** A pending call from either wire (lifecycle snake_case or a camelCase projection). */
 export function normalizePending(raw) {
@@ -101,6 +102,7 @@ export class Conversation {
       status: decision === "approve" ? "done" : DECIDED_STATUS[decision],
       result: delivered === undefined ? card.result : delivered,
     });
+    this._refreshFooters();
   }
 
   /** The run ended without its end (stopped, failed, cut off): nothing is running any more. */
@@ -138,14 +140,14 @@ export class Conversation {
 
   // -- after a reload: stored records --------------------------------------------------------
 
-  /** Rebuild from `GET .../sessions/{id}` events and the session's pending calls. */
+  /**
+   * Rebuild from `GET .../sessions/{id}` events and the session's pending calls: the records
+   * become the lifecycle events a live run streams, applied by the same handlers.
+   */
   static fromRecords(events, pending = []) {
     const conversation = new Conversation();
-    const confirmations = new Map(); // confirmation call id -> guarded call id
-    for (const event of events || []) {
-      if (event.partial) continue;
-      conversation._record(event, confirmations);
-    }
+    for (const ev of lifecycleFromRecords(events, pending)) conversation.apply(ev);
+    conversation.running = false;
     for (const item of conversation.items) {
       if (item.kind === "tool" && item.status === "running") item.status = "unanswered";
     }
@@ -153,49 +155,13 @@ export class Conversation {
     return conversation;
   }
 
-  _record(event, confirmations) {
-    const parts = event.content?.parts || [];
-    const fromUser = event.author === "user";
-    const text = parts.filter((p) => p.text && !p.thought).map((p) => p.text).join("");
-    const thinking = parts.filter((p) => p.text && p.thought).map((p) => p.text).join("");
-    if (fromUser && text) this.addUser(text);
-    if (!fromUser && (text || thinking)) {
-      this._add({ kind: "agent", key: `event-${event.id}`, author: event.author, text, thinking, streaming: false });
+  /** Run footers count only the calls still waiting: a decided call never says "waiting". */
+  _refreshFooters() {
+    for (const item of this.items) {
+      if (item.kind !== "run" || !item.pendingKeys?.length) continue;
+      const waiting = item.pendingKeys.filter((key) => this.byKey.get(key)?.status === "pending").length;
+      if (waiting !== item.pending) this._update(item, { pending: waiting });
     }
-    for (const part of parts) {
-      const call = part.functionCall;
-      if (call) this._recordCall(call, confirmations);
-      const response = part.functionResponse;
-      if (response) this._recordResponse(response, confirmations);
-    }
-    if (event.errorMessage || event.errorCode) {
-      this.addError([event.errorCode, event.errorMessage].filter(Boolean).join(": "));
-    }
-  }
-
-  _recordCall(call, confirmations) {
-    if (call.name === CONFIRMATION_TOOL) {
-      const original = call.args?.originalFunctionCall;
-      if (original?.id) confirmations.set(call.id, original.id);
-      return;
-    }
-    this._tool(call.id, call.name, call.args);
-  }
-
-  _recordResponse(response, confirmations) {
-    if (response.name === CONFIRMATION_TOOL) {
-      const card = this.byKey.get(confirmations.get(response.id));
-      const decision = response.response?.decision || (response.response?.confirmed ? "approve" : "reject");
-      if (card) this._update(card, { decision, status: DECIDED_STATUS[decision] || card.status });
-      return;
-    }
-    const card = this._tool(response.id, response.name, {});
-    const result = response.response;
-    const onlyError = result && typeof result === "object" && Object.keys(result).length === 1 && "error" in result;
-    if (card.decision) this._update(card, { result, status: card.decision === "approve" ? "done" : DECIDED_STATUS[card.decision] });
-    else if (onlyError && result.error === "confirmation required") this._update(card, { status: "unanswered", result });
-    else if (onlyError) this._update(card, { status: "error", error: String(result.error), result: undefined });
-    else this._update(card, { status: "done", result });
   }
 }
 
@@ -251,6 +217,7 @@ const LIVE = {
   hitl_decided(c, ev) {
     const card = c._tool(ev.call_id, ev.tool_name, ev.args);
     c._update(card, { decision: ev.decision, comment: ev.comment, pending: null, status: DECIDED_STATUS[ev.decision] });
+    c._refreshFooters();
   },
   plan_update(c, ev) {
     const key = `plan-${ev.run_id}`;
@@ -265,7 +232,11 @@ const LIVE = {
       if (item.kind === "agent" && item.streaming) c._update(item, { streaming: false });
     }
     if (ev.pending?.length) c._setPending(ev.pending);
-    c._add({ kind: "run", metrics: ev.metrics || {}, abnormal: Boolean(ev.is_abnormal), pending: (ev.pending || []).length });
+    const pendingKeys = (ev.pending || []).map((raw) => normalizePending(raw).cardKey);
+    c._add({ kind: "run", metrics: ev.metrics || {}, abnormal: Boolean(ev.is_abnormal), pending: pendingKeys.length, pendingKeys });
+  },
+  user_message(c, ev) {
+    c.addUser(ev.text); // only in a session rebuilt from its records
   },
   error(c, ev) {
     c.interrupt(errorText(ev));

@@ -79,8 +79,12 @@ class Timeline {
     this.runStart = 0;
   }
 
-  /** Show the timeline kept for `storageKey` (a session), from this tab's session storage. */
-  load(storageKey) {
+  /**
+   * Show the timeline kept for `storageKey` (a session) in this tab's session storage, or,
+   * when this tab has none (a link opened in a new tab), `rebuilt`: the lifecycle events
+   * rebuilt from the session's records.
+   */
+  load(storageKey, rebuilt = []) {
     this.storageKey = storageKey;
     this.events = [];
     this.list.replaceChildren();
@@ -91,7 +95,7 @@ class Timeline {
     } catch {
       stored = [];
     }
-    for (const ev of stored) this.push(ev, false);
+    for (const ev of stored.length ? stored : rebuilt) this.push(ev, false);
     this.refreshEmpty();
   }
 
@@ -191,8 +195,9 @@ export class Inspector {
     this.closeDetail();
   }
 
-  showSession(session, storageKey) {
-    if (storageKey !== this.timeline.storageKey) this.timeline.load(storageKey);
+  /** `rebuilt`: the session's lifecycle rebuilt from its records, for an empty timeline. */
+  showSession(session, storageKey, rebuilt = []) {
+    if (storageKey !== this.timeline.storageKey) this.timeline.load(storageKey, rebuilt);
     this.count("timeline", this.timeline.events.length);
     const state = session.state || {};
     replace(

@@ -10,9 +10,12 @@ import { askCredentials, Toasts } from "./dialogs.js";
 import { h, replace } from "./dom.js";
 import { Header } from "./header.js";
 import { Inspector } from "./inspector.js";
+import { lifecycleFromRecords } from "./records_lifecycle.js";
 import { SessionsView, titles } from "./sessions_view.js";
 
 const USER_KEY = "rondo.user";
+// Sessions whose titles are read from their records in one go (the newest ones).
+const TITLE_FETCHES = 30;
 
 /** `#/apps/{app}` or `#/apps/{app}/sessions/{id}` → {app, session}. */
 function parseRoute(hash) {
@@ -172,7 +175,8 @@ class App {
         this.setChatTitle(titles.get(key));
       }
       this.chat.show(this.conversation, [h("h2", {}, "An empty session"), h("p", {}, "Type a message below and press Enter.")]);
-      this.inspector.showSession(session, `rondo.timeline:${key}`);
+      const rebuilt = lifecycleFromRecords(session.events, pending).filter((ev) => ev.type !== "user_message");
+      this.inspector.showSession(session, `rondo.timeline:${key}`, rebuilt);
       this.refreshArtifacts();
       this.refreshTrace();
       this.composer.focus();
@@ -208,9 +212,34 @@ class App {
     try {
       const sessions = (await this.api.listSessions(app, this.user)) || [];
       if (app === this.app) this.sessions.show(sessions, this.sessionId);
+      this.fetchTitles(app, sessions);
     } catch (error) {
       this.toasts.error(error.message, "Could not list the sessions");
     }
+  }
+
+  /**
+   * A session's title is its first message. Sessions this browser did not start (another
+   * browser, the CLI, a cleared storage) get theirs from their records, newest first.
+   */
+  async fetchTitles(app, sessions) {
+    const user = this.user;
+    const newest = [...sessions].sort((a, b) => (b.lastUpdateTime || 0) - (a.lastUpdateTime || 0));
+    const untitled = newest.filter((s) => !titles.get(`${app}/${user}/${s.id}`)).slice(0, TITLE_FETCHES);
+    const found = await Promise.all(
+      untitled.map(async (s) => {
+        try {
+          const session = await this.api.getSession(app, user, s.id);
+          const first = (session.events || []).find((e) => e.author === "user" && (e.content?.parts || []).some((p) => p.text));
+          const text = first ? first.content.parts.filter((p) => p.text && !p.thought).map((p) => p.text).join("") : "";
+          if (text) titles.set(`${app}/${user}/${s.id}`, text);
+          return Boolean(text);
+        } catch {
+          return false; // deleted meanwhile, or unreachable: it keeps its id as its title
+        }
+      }),
+    );
+    if (found.some(Boolean) && app === this.app && user === this.user) this.sessions.render();
   }
 
   async newSession() {

@@ -1,0 +1,176 @@
+"""Issue 23 item 3, in a real terminal: Ctrl-C during an answer cancels that run (SPEC R7)
+and comes back to the prompt; a second Ctrl-C, or Ctrl-D, leaves.
+
+`rondo run` runs in a subprocess on a pseudo-terminal (the `pty` module), so Ctrl-C is the
+terminal's own SIGINT to the foreground process, as a user's keypress is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal"),
+]
+
+AGENT = """
+import asyncio
+from pathlib import Path
+
+from rondo import Agent, FunctionCall
+from rondo.testing import ScriptedModel
+
+MARKS = Path(__file__).parent
+
+async def wait_forever() -> dict:
+    \"\"\"Waits until it is cancelled.\"\"\"
+    (MARKS / "started").write_text("yes")
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError:
+        (MARKS / "cancelled").write_text("yes")
+        raise
+    return {}
+
+def step(request):
+    if request.contents[-1].parts[0].text == "slow":
+        return FunctionCall(name="wait_forever", args={})
+    return "quick answer"
+
+root_agent = Agent(name="slow", model=ScriptedModel([step] * 10), tools=[wait_forever])
+"""
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
+_PROMPT = "you ›"
+
+
+class Terminal:
+    """A process on a pseudo-terminal: type into it, wait for what it prints."""
+
+    def __init__(self, fd: int, process: subprocess.Popen[bytes]) -> None:
+        self.fd = fd
+        self.process = process
+        self.seen = ""
+
+    def type(self, text: str) -> None:
+        os.write(self.fd, text.encode())
+
+    def expect(self, text: str, *, after: int = 0, deadline_s: float = 60) -> int:
+        """Wait until `text` is printed past offset `after`; its end offset."""
+        deadline = time.monotonic() + deadline_s
+        while True:
+            found = self.seen.find(text, after)
+            if found >= 0:
+                return found + len(text)
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} never printed; got:\n{self.seen[after:]}")
+            ready, _, _ = select.select([self.fd], [], [], 0.5)
+            if ready:
+                try:
+                    chunk = os.read(self.fd, 4096)
+                except OSError:  # the process is gone
+                    chunk = b""
+                if not chunk and self.process.poll() is not None:
+                    raise AssertionError(f"exited before {text!r}:\n{self.seen[after:]}")
+                self.seen += _ANSI.sub("", chunk.decode(errors="replace"))
+
+    def exit_code(self) -> int:
+        deadline = time.monotonic() + 60
+        while self.process.poll() is None and time.monotonic() < deadline:
+            ready, _, _ = select.select([self.fd], [], [], 0.5)
+            if ready:
+                try:
+                    self.seen += _ANSI.sub("", os.read(self.fd, 4096).decode(errors="replace"))
+                except OSError:
+                    break
+        return self.process.wait(30)
+
+
+def _take_terminal() -> None:
+    """In the child, in its new session: make the pty its controlling terminal, so the
+    terminal's Ctrl-C reaches it as SIGINT."""
+    import fcntl
+    import termios
+
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+@contextmanager
+def chat(folder: Path) -> Iterator[Terminal]:
+    import pty
+
+    main, child = pty.openpty()
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "TERM": "xterm"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rondo.cli", "run", str(folder), "--db", "memory"],
+        stdin=child,
+        stdout=child,
+        stderr=child,
+        cwd=folder,
+        env=env,
+        start_new_session=True,
+        preexec_fn=_take_terminal,
+    )
+    os.close(child)
+    try:
+        yield Terminal(main, process)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(30)
+        os.close(main)
+
+
+@pytest.fixture
+def slow_agent(tmp_path: Path) -> Path:
+    folder = tmp_path / "slow"
+    folder.mkdir()
+    (folder / "agent.py").write_text(textwrap.dedent(AGENT), encoding="utf-8")
+    return folder
+
+
+def _cancel_a_run(term: Terminal, folder: Path) -> int:
+    at = term.expect(_PROMPT)
+    term.type("slow\r")
+    at = term.expect("→ wait_forever()", after=at)
+    while not (folder / "started").exists():  # the tool is really running
+        term.expect("", after=at)
+        time.sleep(0.05)
+    term.type("\x03")
+    at = term.expect("cancelled", after=at)
+    at = term.expect(_PROMPT, after=at)
+    # R7: the tool in flight was cancelled, not left running.
+    assert (folder / "cancelled").read_text() == "yes"
+    return at
+
+
+def test_r7_ctrl_c_cancels_the_answer_and_a_second_ctrl_c_leaves(slow_agent: Path) -> None:
+    with chat(slow_agent) as term:
+        at = _cancel_a_run(term, slow_agent)
+        # Still chatting: the next message is answered.
+        term.type("hi\r")
+        at = term.expect("quick answer", after=at)
+        at = term.expect(_PROMPT, after=at)
+        term.type("\x03")
+        assert term.exit_code() == 0, term.seen
+        assert "Traceback" not in term.seen
+
+
+def test_r7_ctrl_d_after_a_cancelled_answer_leaves(slow_agent: Path) -> None:
+    with chat(slow_agent) as term:
+        _cancel_a_run(term, slow_agent)
+        term.type("\x04")
+        assert term.exit_code() == 0, term.seen
+        assert "Traceback" not in term.seen
