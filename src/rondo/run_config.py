@@ -72,3 +72,6 @@ class RunConfig(BaseModel):
     compaction: CompactionConfig | None = None
     # D2: set by a durable engine (`rondo.durable.dbos`); None runs calls directly.
     durable_steps: DurableSteps | None = None
+    # W8: tools added to every LLM agent's own for this run only — a front end's client-side
+    # tools (AG-UI `tools`), whose calls pause the run until the client sends their results.
+    extra_tools: tuple[Any, ...] = ()

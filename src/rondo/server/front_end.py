@@ -1,0 +1,155 @@
+"""What the front-end protocol routes share (SPEC W8): the session a conversation maps to, the
+run (through the same checks, claim and stream as `/run_lifecycle`), and state as JSON Patch.
+
+Each protocol (`ag_ui`, `ai_sdk`, `openai_compat`, `mcp_server`) is a projection of the
+lifecycle stream: it parses its request into a rondo message, starts the run here and maps the
+lifecycle events to its frames. This module is the one place that knows how a run is started,
+so the routes follow any change of the run machinery with one edit.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import importlib
+import importlib.util
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fastapi import APIRouter, Response
+
+from rondo.run_config import RunConfig
+from rondo.server.errors import BadRequestError, stream_error
+from rondo.server.runs import RunRequest, start_run
+from rondo.server.state import ServerState
+from rondo.server.streams import Frames, open_stream
+from rondo.server.wire import RunAgentRequest
+from rondo.sessions.base import TEMP_PREFIX, Session
+from rondo.types import Content
+
+__all__ = [
+    "DEFAULT_USER",
+    "FrontRun",
+    "decode_base64",
+    "json_patch",
+    "open_session",
+    "routers",
+    "start_front_run",
+    "state_changes",
+    "stream_run",
+]
+
+# The user of a request on a server without tokens: these protocols name no user.
+DEFAULT_USER = "user"
+
+
+async def open_session(state: ServerState, app_name: str, user_id: str, session_id: str) -> Session:
+    """The conversation's session (its state and pending calls, no events), created on first
+    use: these protocols have no create-session call of their own."""
+    state.apps.check(app_name)
+    store = state.sessions
+    session = await store.get_session(
+        app_name=app_name, user_id=user_id, session_id=session_id, num_recent_events=0
+    )
+    if session is None:
+        session = await store.create_session(
+            app_name=app_name, user_id=user_id, session_id=session_id
+        )
+    return session
+
+
+FrontRun = RunRequest
+
+
+async def start_front_run(
+    state: ServerState,
+    who: str | None,
+    *,
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    message: Content | None,
+    state_delta: Mapping[str, Any] | None = None,
+    extra_tools: Sequence[Any] = (),
+    streaming: bool = True,
+) -> FrontRun:
+    """Check and claim the session as every run route does, then set the run's config."""
+    body = RunAgentRequest(
+        app_name=app_name,
+        user_id=user_id,
+        session_id=session_id,
+        streaming=streaming,
+        state_delta=dict(state_delta) if state_delta else None,
+    )
+    run = await start_run(state, who, body, message=message)
+    if extra_tools:
+        run.config = RunConfig(
+            streaming_mode=run.config.streaming_mode, extra_tools=tuple(extra_tools)
+        )
+    return run
+
+
+async def stream_run(
+    run: FrontRun,
+    frames: Frames,
+    error_payload: Any = stream_error,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    """The run's lifecycle stream as SSE frames of one protocol."""
+    response = await open_stream(
+        run.lifecycle(), frames, release=run.release, error_payload=error_payload
+    )
+    for key, value in (headers or {}).items():
+        response.headers[key] = value
+    return response
+
+
+def state_changes(client: Any, session: Session) -> dict[str, Any]:
+    """The keys of a client's view of the state that differ from the session's (its edits).
+    Keys the client dropped are kept: a client that knows less changes nothing."""
+    if not isinstance(client, dict):
+        return {}
+    current = session.state
+    return {
+        key: value
+        for key, value in client.items()  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(key, str)
+        and not key.startswith(TEMP_PREFIX)
+        and (key not in current or current[key] != value)
+    }
+
+
+def _pointer(key: str) -> str:
+    return "/" + key.replace("~", "~0").replace("/", "~1")
+
+
+def json_patch(delta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A record's state delta as RFC 6902 operations on the session's state (as a client sees
+    it: no `temp:` keys). `add` sets a member whether or not it exists."""
+    return [
+        {"op": "add", "path": _pointer(key), "value": value}
+        for key, value in delta.items()
+        if not key.startswith(TEMP_PREFIX)
+    ]
+
+
+# Each protocol's route module and the package it needs (its extra): served when installed.
+_PROTOCOLS = (("rondo.server.ag_ui", "ag_ui"),)
+
+
+def routers() -> list[APIRouter]:
+    """The routers of the front-end protocols whose packages are installed."""
+    found: list[APIRouter] = []
+    for module, needs in _PROTOCOLS:
+        if importlib.util.find_spec(needs) is not None:
+            found.append(importlib.import_module(module).router)
+    return found
+
+
+def decode_base64(value: str) -> bytes:
+    """A file's bytes as the protocols send them: base64, either alphabet, padding optional."""
+    text = value.replace("-", "+").replace("_", "/")
+    try:
+        return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise BadRequestError(f"a file's data is not valid base64: {exc}") from None
