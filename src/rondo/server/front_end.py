@@ -134,14 +134,17 @@ def json_patch(delta: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 # Each protocol's route module and the package it needs (its extra): served when installed.
-_PROTOCOLS = (("rondo.server.ag_ui", "ag_ui"),)
+_PROTOCOLS: tuple[tuple[str, str | None], ...] = (
+    ("rondo.server.ag_ui", "ag_ui"),
+    ("rondo.server.ai_sdk", None),
+)
 
 
 def routers() -> list[APIRouter]:
     """The routers of the front-end protocols whose packages are installed."""
     found: list[APIRouter] = []
     for module, needs in _PROTOCOLS:
-        if importlib.util.find_spec(needs) is not None:
+        if needs is None or importlib.util.find_spec(needs) is not None:
             found.append(importlib.import_module(module).router)
     return found
 
