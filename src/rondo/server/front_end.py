@@ -137,6 +137,7 @@ def json_patch(delta: Mapping[str, Any]) -> list[dict[str, Any]]:
 _PROTOCOLS: tuple[tuple[str, str | None], ...] = (
     ("rondo.server.ag_ui", "ag_ui"),
     ("rondo.server.ai_sdk", None),
+    ("rondo.server.openai_compat", None),
 )
 
 
