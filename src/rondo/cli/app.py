@@ -16,6 +16,7 @@ from rondo._version import __version__
 from rondo.cli.cassettes import CliCassette, RecordOption, ReplayOption
 from rondo.cli.eval import eval_command
 from rondo.cli.loading import CliError, open_session_service
+from rondo.cli.mcp_serve import register as register_mcp
 from rondo.cli.render import JsonLinesRenderer, LiveRenderer
 from rondo.cli.serve import register as register_serve
 from rondo.errors import RondoError
@@ -270,3 +271,4 @@ def main() -> None:
 
 
 register_serve(app)  # `rondo api-server` and `rondo web`
+register_mcp(app)  # `rondo mcp AGENT_PATH`

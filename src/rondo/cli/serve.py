@@ -63,6 +63,14 @@ A2A = Annotated[
         "/a2a/APP/.well-known/agent-card.json). Needs the a2a extra.",
     ),
 ]
+Mcp = Annotated[
+    bool,
+    typer.Option(
+        "--mcp",
+        help="Also serve each app as an MCP tool over streamable HTTP at /mcp (the same "
+        "bearer tokens). Needs the mcp extra.",
+    ),
+]
 
 Traces = Annotated[
     bool,
@@ -89,6 +97,7 @@ class ServeOptions:
     web: bool
     a2a: bool = False
     traces: bool = False
+    mcp: bool = False
 
 
 def check_bind(host: str, auth_tokens: str | None, allow_unauthenticated: bool) -> None:
@@ -125,6 +134,7 @@ def _serve(options: ServeOptions) -> None:
             web=options.web,
             a2a=options.a2a,
             trace_store=options.traces,
+            mcp=options.mcp,
         )
         names = app.state.rondo.apps.names()
         errors.print(
@@ -156,13 +166,14 @@ def register(app: typer.Typer) -> None:
         log_level: LogLevel = "info",
         a2a: A2A = False,
         traces: Traces = False,
+        mcp: Mcp = False,
     ) -> None:
         """Serve the apps of AGENTS_DIR with google-adk's REST + SSE API (and rondo's)."""
         _serve(
             ServeOptions(
                 agents_dir, host, port, db, tuple(allow_origin or ()), auth_tokens,
                 allow_unauthenticated, max_body_bytes, log_level, web=False, a2a=a2a,
-                traces=traces,
+                traces=traces, mcp=mcp,
             )
         )  # fmt: skip
 

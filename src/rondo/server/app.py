@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from rondo.a2a import A2AApps
     from rondo.artifacts.base import BaseArtifactService
+    from rondo.server.mcp_server import McpEndpoint
     from rondo.sessions.base import BaseSessionService
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "UI_DIR", "create_app"]
@@ -73,6 +74,7 @@ def create_app(
     web: bool = False,
     a2a: bool = False,
     trace_store: bool | None = None,
+    mcp: bool = False,
 ) -> FastAPI:
     """The server for the apps of `agents_dir`.
 
@@ -83,7 +85,8 @@ def create_app(
     binding 127.0.0.1). `web` serves rondo's web UI at `/`. `a2a` also serves each app over
     A2A at `/a2a/{app}` (the `a2a` extra; see `rondo.a2a`). `trace_store` keeps the spans of
     recent sessions in memory for the trace routes and the web UI's Trace tab (installing an
-    OpenTelemetry SDK tracer provider if none is set); it defaults to `web`.
+    OpenTelemetry SDK tracer provider if none is set); it defaults to `web`. `mcp` also
+    serves each app as an MCP tool at `/mcp` (the `mcp` extra; see `rondo.server.mcp_server`).
     """
     if max_body_bytes <= 0:
         raise ConfigurationError(f"max_body_bytes must be positive, got {max_body_bytes}")
@@ -96,11 +99,16 @@ def create_app(
 
         state.spans = enable_span_store()
     a2a_apps = _a2a_apps(apps, auth, state) if a2a else None
+    mcp_endpoint = _mcp_endpoint(state) if mcp else None
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncGenerator[None]:
         try:
-            yield
+            if mcp_endpoint is None:
+                yield
+            else:
+                async with mcp_endpoint.running():
+                    yield
         finally:
             await state.claims.close()
             if a2a_apps is not None:
@@ -126,6 +134,8 @@ def create_app(
     # Starlette tries routes in order: the run routes and the session routes, which every run
     # requests, go first. No other path overlaps theirs, so matching results are unchanged.
     app.router.routes.sort(key=_match_rank)
+    if mcp_endpoint is not None:
+        app.router.routes.extend(mcp_endpoint.routes)
     if a2a_apps is not None:
         app.mount("/a2a", a2a_apps)
     if web:
@@ -149,6 +159,12 @@ def _a2a_apps(apps: AppRegistry, auth: TokenAuth | None, state: ServerState) -> 
         bearer_auth=auth is not None,
         claim=state.claims.take,
     )
+
+
+def _mcp_endpoint(state: ServerState) -> McpEndpoint:
+    from rondo.server.mcp_server import McpEndpoint
+
+    return McpEndpoint(state)
 
 
 def _auth(tokens: TokenAuth | Mapping[str, str] | str | Path | None) -> TokenAuth | None:
