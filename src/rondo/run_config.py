@@ -75,3 +75,6 @@ class RunConfig(BaseModel):
     # W8: tools added to every LLM agent's own for this run only — a front end's client-side
     # tools (AG-UI `tools`), whose calls pause the run until the client sends their results.
     extra_tools: tuple[Any, ...] = ()
+    # Seed 000's SaveInputBlobsAsArtifacts: a user message's inline files are saved as
+    # artifacts and stored as references to them; the model still sees the files (R5, W8).
+    save_input_blobs_as_artifacts: bool = False

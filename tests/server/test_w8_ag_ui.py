@@ -7,6 +7,7 @@ field it does not know, `ag-ui-validate` reports nothing about them, and `@ag-ui
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -225,6 +226,25 @@ def test_w8_ag_ui_resume_rejects_and_unknown_interrupts_are_refused(
     result = next(e for e in events if e["type"] == "TOOL_CALL_RESULT")
     assert result["toolCallId"] == interrupt["toolCallId"]
     assert "sent" not in json.loads(result["content"])
+
+
+def test_w8_ag_ui_file_parts_are_saved_as_artifacts_and_reach_the_model(
+    client: httpx.Client,
+) -> None:
+    image = {
+        "type": "image",
+        "source": {
+            "type": "data",
+            "value": base64.b64encode(b"GIF89a").decode(),
+            "mimeType": "image/gif",
+        },
+    }
+    message = {"id": "u1", "role": "user", "content": [{"type": "text", "text": "see"}, image]}
+    events = _events(client.post("/ag-ui/helper", json=_body("files", "r1", [message])))
+    text = "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert text == "Got image/gif of 6 bytes"
+    (name,) = client.get("/apps/helper/users/user/sessions/files/artifacts").json()
+    assert name.startswith("upload_")
 
 
 def test_w8_ag_ui_failure_ends_with_run_error(client: httpx.Client) -> None:

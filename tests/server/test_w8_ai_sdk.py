@@ -134,19 +134,43 @@ def test_w8_ai_sdk_bad_requests_are_4xx(client: httpx.Client) -> None:
     assert "base64" in refused.json()["detail"]
 
 
-def test_w8_ai_sdk_file_parts_reach_the_model_as_inline_data(client: httpx.Client) -> None:
-    png = base64.b64encode(b"\x89PNG fake").decode()
-    file = {
+def _file(data: bytes, media_type: str = "image/png", name: str = "dot.png") -> dict[str, Any]:
+    encoded = base64.b64encode(data).decode()
+    return {
         "type": "file",
-        "mediaType": "image/png",
-        "filename": "dot.png",
-        "url": f"data:image/png;base64,{png}",
+        "mediaType": media_type,
+        "filename": name,
+        "url": f"data:{media_type};base64,{encoded}",
     }
-    _chunks(client.post("/ai-sdk/helper", json={"id": "c5", "messages": [_user("see", 1, [file])]}))
+
+
+def test_w8_ai_sdk_files_are_saved_as_artifacts_and_reach_the_model(client: httpx.Client) -> None:
+    body = {"id": "c5", "messages": [_user("see", 1, [_file(b"\x89PNG fake")])]}
+    chunks = _chunks(client.post("/ai-sdk/helper", json=body))
+    text = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+    assert text == "Got image/png of 9 bytes"
+    assert client.get("/apps/helper/users/user/sessions/c5/artifacts").json() == ["dot.png"]
     first = next(e for e in _session(client, "helper", "c5")["events"] if e["author"] == "user")
-    blob = first["content"]["parts"][1]["inlineData"]
-    assert blob["mimeType"] == "image/png"
-    assert base64.urlsafe_b64decode(blob["data"] + "==") == b"\x89PNG fake"
+    stored = first["content"]["parts"][1]
+    assert "inlineData" not in stored
+    assert stored["fileData"]["fileUri"] == "artifact://dot.png?version=0"
+    assert first["actions"]["artifactDelta"] == {"dot.png": 0}
+
+
+def test_w8_ai_sdk_files_too_large_or_of_types_the_model_cannot_take_are_refused(
+    client: httpx.Client,
+) -> None:
+    from rondo.server.front_end import MAX_FILE_BYTES
+
+    big = {"id": "c6", "messages": [_user("see", 1, [_file(b"x" * (MAX_FILE_BYTES + 1))])]}
+    too_large = client.post("/ai-sdk/helper", json=big)
+    assert too_large.status_code == 413
+    assert "at most" in too_large.json()["detail"]
+    exe = {"id": "c6", "messages": [_user("run", 1, [_file(b"MZ", "application/x-msdownload")])]}
+    refused = client.post("/ai-sdk/helper", json=exe)
+    assert refused.status_code == 415
+    assert "does not take application/x-msdownload" in refused.json()["detail"]
+    assert client.get("/apps/helper/users/user/sessions/c6/artifacts").json() == []
 
 
 def _normalized(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:

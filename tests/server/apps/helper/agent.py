@@ -1,7 +1,7 @@
 """An agent for the front-end protocols (SPEC W8): it thinks, streams, writes state and calls
 a client-side tool when the client declares one.
 
-Its model calls `pick_color` (a client's tool) when the request declares it, else
+Its model answers a message with files by describing the bytes it received, calls `pick_color` (a client's tool) when the request declares it, else
 `remember(note=<text>)`; once a call is answered it thinks aloud and replies
 `Done: <result JSON>`, streamed word by word when asked to stream.
 """
@@ -26,6 +26,11 @@ class HelperModel:
         self, request: ModelRequest, *, stream: bool = False
     ) -> AsyncIterator[ModelResponse]:
         last = request.contents[-1]
+        files = [p.inline_data for p in last.parts if p.inline_data is not None]
+        if files:
+            seen = ", ".join(f"{f.mime_type} of {len(f.data)} bytes" for f in files)
+            yield ModelResponse(content=Content.model(f"Got {seen}"))
+            return
         answered = [p.function_response for p in last.parts if p.function_response]
         if answered:
             text = "Done: " + json.dumps(dict(answered[0].response), sort_keys=True)
