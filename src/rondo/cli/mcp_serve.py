@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from rondo.cli.loading import CliError, load_agent, open_session_service
+from rondo.cli.serve import Db
 from rondo.errors import RondoError
 
 __all__ = ["register"]
@@ -35,14 +36,7 @@ def register(app: typer.Typer) -> None:
         path: Annotated[
             str, typer.Argument(help="Agent: a .py file, a directory with agent.py, or a module.")
         ],
-        db: Annotated[
-            str | None,
-            typer.Option(
-                "--db",
-                help="Session store: a SQLAlchemy URL, a SQLite file path, or 'memory' "
-                "(default: .rondo/sessions.db).",
-            ),
-        ] = None,
+        db: Db = None,
         user: Annotated[str, typer.Option("--user", help="The user the sessions belong to.")] = (
             "user"
         ),

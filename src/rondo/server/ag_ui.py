@@ -59,6 +59,8 @@ from rondo.server.auth import caller, check_shared_state
 from rondo.server.errors import BadRequestError, SafeRoute, describe
 from rondo.server.front_end import (
     DEFAULT_USER,
+    Piece,
+    TextParts,
     decode_base64,
     json_patch,
     open_session,
@@ -110,16 +112,14 @@ class AgUiProjection:
         # Echoed as MESSAGES_SNAPSHOT when the run answers calls of an earlier run, so the
         # results it streams refer to calls the stream knows.
         self.history = list(history)
-        self._streamed: set[str] = set()  # reason rounds whose output came as deltas
-        self._open: tuple[str, str] | None = None  # ("text" | "thinking", message id)
-        self._count = 0
+        self._text = TextParts()
 
     def frames(self, event: Any) -> Iterable[bytes]:
         return [_frame(e) for e in self.events(event)]
 
     def events(self, event: Any) -> list[BaseEvent]:
         if isinstance(event, ReasonDelta):
-            return self._delta(event)
+            return self._pieces(self._text.delta(event))
         if isinstance(event, ReasonEnd):
             return self._reason_end(event)
         if isinstance(event, ToolCallEnd):
@@ -135,78 +135,36 @@ class AgUiProjection:
                 started.append(MessagesSnapshotEvent(messages=self.history))
             return started
         if isinstance(event, RunEnd):
-            return [*self._close(), self._finished(event)]
+            return [*self._pieces(self._text.close()), self._finished(event)]
         return []
 
-    def _message_id(self, reason_id: str) -> str:
-        self._count += 1
-        return f"{reason_id}-{self._count}"
-
-    def _close(self) -> list[BaseEvent]:
-        if self._open is None:
-            return []
-        kind, message_id = self._open
-        self._open = None
-        if kind == "text":
-            return [TextMessageEndEvent(message_id=message_id)]
-        return [
-            ReasoningMessageEndEvent(message_id=message_id),
-            ReasoningEndEvent(message_id=message_id),
-        ]
-
-    def _start(self, kind: str, reason_id: str) -> list[BaseEvent]:
-        events = self._close()
-        message_id = self._message_id(reason_id)
-        self._open = (kind, message_id)
-        if kind == "text":
-            events.append(TextMessageStartEvent(message_id=message_id, role="assistant"))
-        else:
-            events.append(ReasoningStartEvent(message_id=message_id))
-            events.append(ReasoningMessageStartEvent(message_id=message_id, role="reasoning"))
-        return events
-
-    def _piece(self, kind: str, reason_id: str, text: str) -> list[BaseEvent]:
-        if not text:
-            return []  # AG-UI refuses empty deltas
+    def _pieces(self, pieces: list[Piece]) -> list[BaseEvent]:
         events: list[BaseEvent] = []
-        if self._open is None or self._open[0] != kind:
-            events.extend(self._start(kind, reason_id))
-        assert self._open is not None
-        message_id = self._open[1]
-        if kind == "text":
-            events.append(TextMessageContentEvent(message_id=message_id, delta=text))
-        else:
-            events.append(ReasoningMessageContentEvent(message_id=message_id, delta=text))
+        for step, kind, message_id, text in pieces:
+            if kind == "text":
+                if step == "start":
+                    events.append(TextMessageStartEvent(message_id=message_id, role="assistant"))
+                elif step == "delta":
+                    events.append(TextMessageContentEvent(message_id=message_id, delta=text))
+                else:
+                    events.append(TextMessageEndEvent(message_id=message_id))
+            elif step == "start":
+                events.append(ReasoningStartEvent(message_id=message_id))
+                events.append(ReasoningMessageStartEvent(message_id=message_id, role="reasoning"))
+            elif step == "delta":
+                events.append(ReasoningMessageContentEvent(message_id=message_id, delta=text))
+            else:
+                events.append(ReasoningMessageEndEvent(message_id=message_id))
+                events.append(ReasoningEndEvent(message_id=message_id))
         return events
-
-    def _delta(self, event: ReasonDelta) -> list[BaseEvent]:
-        self._streamed.add(event.reason_id)
-        kind = "thinking" if event.kind.startswith("thinking") else "text"
-        if event.kind.endswith("_delta"):
-            return self._piece(kind, event.reason_id, event.text)
-        if event.kind.endswith("_end"):
-            return self._close() if self._open is not None and self._open[0] == kind else []
-        return []  # a start opens the message with its first non-empty piece
 
     def _reason_end(self, event: ReasonEnd) -> list[BaseEvent]:
-        events: list[BaseEvent] = []
+        events = self._pieces(self._text.reason_end(event))
         record = event.event
-        streamed = event.reason_id in self._streamed
-        if record is not None and record.content is not None and not streamed:
-            for part in record.content.parts:
-                if part.text and not record.partial:
-                    kind = "thinking" if part.thought else "text"
-                    events.extend(self._piece(kind, event.reason_id, part.text))
-        events.extend(self._close())
-        parent = None
         for call in event.tool_calls:
             if call.name == CONFIRMATION or call.id is None:
                 continue
-            events.append(
-                ToolCallStartEvent(
-                    tool_call_id=call.id, tool_call_name=call.name, parent_message_id=parent
-                )
-            )
+            events.append(ToolCallStartEvent(tool_call_id=call.id, tool_call_name=call.name))
             events.append(ToolCallArgsEvent(tool_call_id=call.id, delta=_args_json(call.args)))
             events.append(ToolCallEndEvent(tool_call_id=call.id))
         events.extend(self._state(record))

@@ -41,6 +41,8 @@ from rondo.server.auth import caller
 from rondo.server.errors import BadRequestError, SafeRoute, describe
 from rondo.server.front_end import (
     DEFAULT_USER,
+    Piece,
+    TextParts,
     decode_base64,
     open_session,
     start_front_run,
@@ -93,10 +95,8 @@ class AiSdkProjection:
     def __init__(self, state: dict[str, Any], message_id: str | None = None) -> None:
         self.state = state
         self.message_id = message_id
-        self._streamed: set[str] = set()
-        self._open: tuple[str, str] | None = None  # ("text" | "reasoning", part id)
+        self._text = TextParts()
         self._step = False
-        self._count = 0
 
     def frames(self, event: Any) -> Iterable[bytes]:
         chunks = [_chunk(c) for c in self.chunks(event)]
@@ -106,7 +106,7 @@ class AiSdkProjection:
 
     def chunks(self, event: Any) -> list[dict[str, Any]]:
         if isinstance(event, ReasonDelta):
-            return self._delta(event)
+            return _chunks(self._text.delta(event))
         if isinstance(event, ReasonStart):
             return [*self._end_step(), self._start_step()]
         if isinstance(event, ReasonEnd):
@@ -129,50 +129,15 @@ class AiSdkProjection:
         return {"type": "start-step"}
 
     def _end_step(self) -> list[dict[str, Any]]:
-        chunks = self._close()
+        chunks = _chunks(self._text.close())
         if self._step:
             self._step = False
             chunks.append({"type": "finish-step"})
         return chunks
 
-    def _close(self) -> list[dict[str, Any]]:
-        if self._open is None:
-            return []
-        kind, part_id = self._open
-        self._open = None
-        return [{"type": f"{kind}-end", "id": part_id}]
-
-    def _piece(self, kind: str, reason_id: str, text: str) -> list[dict[str, Any]]:
-        if not text:
-            return []
-        chunks: list[dict[str, Any]] = []
-        if self._open is None or self._open[0] != kind:
-            chunks.extend(self._close())
-            self._count += 1
-            self._open = (kind, f"{reason_id}-{self._count}")
-            chunks.append({"type": f"{kind}-start", "id": self._open[1]})
-        chunks.append({"type": f"{kind}-delta", "id": self._open[1], "delta": text})
-        return chunks
-
-    def _delta(self, event: ReasonDelta) -> list[dict[str, Any]]:
-        self._streamed.add(event.reason_id)
-        kind = "reasoning" if event.kind.startswith("thinking") else "text"
-        if event.kind.endswith("_delta"):
-            return self._piece(kind, event.reason_id, event.text)
-        if event.kind.endswith("_end") and self._open is not None and self._open[0] == kind:
-            return self._close()
-        return []
-
     def _reason_end(self, event: ReasonEnd) -> list[dict[str, Any]]:
-        chunks: list[dict[str, Any]] = []
+        chunks = _chunks(self._text.reason_end(event))
         record = event.event
-        streamed = event.reason_id in self._streamed
-        if record is not None and record.content is not None and not streamed:
-            for part in record.content.parts:
-                if part.text and not record.partial:
-                    kind = "reasoning" if part.thought else "text"
-                    chunks.extend(self._piece(kind, event.reason_id, part.text))
-        chunks.extend(self._close())
         for call in event.tool_calls:
             if call.name == CONFIRMATION or call.id is None:
                 continue
@@ -222,7 +187,7 @@ class AiSdkProjection:
         return [self._state_part()]
 
     def _finish(self, end: RunEnd) -> list[dict[str, Any]]:
-        chunks = self._close()
+        chunks = _chunks(self._text.close())
         for call in end.pending:
             if call.kind == "confirmation" and call.original_call_id:
                 request: dict[str, Any] = {
@@ -240,6 +205,16 @@ class AiSdkProjection:
 
     def error(self, exc: BaseException) -> dict[str, Any]:
         return {"type": "error", "errorText": describe(exc)}
+
+
+def _chunks(pieces: list[Piece]) -> list[dict[str, Any]]:
+    chunks: list[dict[str, Any]] = []
+    for step, kind, part_id, text in pieces:
+        chunk = {"type": f"{'reasoning' if kind == 'thinking' else 'text'}-{step}", "id": part_id}
+        if step == "delta":
+            chunk["delta"] = text
+        chunks.append(chunk)
+    return chunks
 
 
 def _json(value: Any) -> str:

@@ -14,12 +14,13 @@ import binascii
 import importlib
 import importlib.util
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, Response
 
 from rondo.agents.llm import Agent
 from rondo.errors import ConfigurationError
+from rondo.lifecycle import ReasonDelta, ReasonEnd
 from rondo.models.base import DEFAULT_INPUT_TYPES, model_capabilities
 from rondo.run_config import RunConfig
 from rondo.runner import Runner
@@ -35,6 +36,8 @@ __all__ = [
     "DEFAULT_USER",
     "MAX_FILE_BYTES",
     "FrontRun",
+    "Piece",
+    "TextParts",
     "check_files",
     "decode_base64",
     "json_patch",
@@ -216,3 +219,59 @@ def decode_base64(value: str) -> bytes:
         return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
     except (binascii.Error, ValueError) as exc:
         raise BadRequestError(f"a file's data is not valid base64: {exc}") from None
+
+
+TextKind = Literal["text", "thinking"]
+# One step of a streamed part: ("start" | "delta" | "end", kind, part id, text).
+Piece = tuple[Literal["start", "delta", "end"], TextKind, str, str]
+
+
+class TextParts:
+    """A run's model text and thinking as parts that open, grow and close, for the protocols
+    that stream them: from the deltas when the model streams, else from each round's record.
+    Empty pieces are dropped (no protocol accepts an empty delta)."""
+
+    def __init__(self) -> None:
+        self._streamed: set[str] = set()  # reason rounds whose output came as deltas
+        self._open: tuple[TextKind, str] | None = None
+        self._count = 0
+
+    def close(self) -> list[Piece]:
+        if self._open is None:
+            return []
+        kind, part_id = self._open
+        self._open = None
+        return [("end", kind, part_id, "")]
+
+    def _piece(self, kind: TextKind, reason_id: str, text: str) -> list[Piece]:
+        if not text:
+            return []
+        pieces: list[Piece] = []
+        if self._open is None or self._open[0] != kind:
+            pieces.extend(self.close())
+            self._count += 1
+            self._open = (kind, f"{reason_id}-{self._count}")
+            pieces.append(("start", kind, self._open[1], ""))
+        pieces.append(("delta", kind, self._open[1], text))
+        return pieces
+
+    def delta(self, event: ReasonDelta) -> list[Piece]:
+        self._streamed.add(event.reason_id)
+        kind: TextKind = "thinking" if event.kind.startswith("thinking") else "text"
+        if event.kind.endswith("_delta"):
+            return self._piece(kind, event.reason_id, event.text)
+        if event.kind.endswith("_end") and self._open is not None and self._open[0] == kind:
+            return self.close()
+        return []  # a start opens the part with its first non-empty piece
+
+    def reason_end(self, event: ReasonEnd) -> list[Piece]:
+        """The round's text when it was not streamed, then the open part closed."""
+        pieces: list[Piece] = []
+        record = event.event
+        streamed = event.reason_id in self._streamed
+        if record is not None and record.content is not None and not record.partial:
+            for part in record.content.parts if not streamed else ():
+                if part.text:
+                    kind: TextKind = "thinking" if part.thought else "text"
+                    pieces.extend(self._piece(kind, event.reason_id, part.text))
+        return [*pieces, *self.close()]
