@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -131,3 +132,12 @@ async def test_w8_mcp_stdio_serves_one_agent() -> None:
         again = await client.call_tool("helper", {"message": "two", "session_id": session_id})
         assert again.content[0].text == 'Done: {"note": "two"}'
         assert again.structured_content["session_id"] == session_id
+
+
+async def test_w8_mcp_api_server_flag_serves_mcp(tmp_path: Path) -> None:
+    from tests.server.test_w1_cli import _command  # pyright: ignore[reportPrivateUsage]
+
+    with _command("api-server", str(APPS), "--db", "memory", "--mcp", cwd=tmp_path) as url:
+        async with _client(url) as client:
+            answer = await client.call_tool("helper", {"message": "cli"})
+    assert answer.content[0].text == 'Done: {"note": "cli"}'
