@@ -248,8 +248,7 @@ def test_w8_ag_ui_file_parts_are_saved_as_artifacts_and_reach_the_model(
 
 
 def test_w8_ag_ui_failure_ends_with_run_error(client: httpx.Client) -> None:
-    answer = client.post("/ag-ui/flaky", json=_body("f1", "r1", [_user("x")]))
-    events = sse_events(answer.text)
+    events = _events(client.post("/ag-ui/flaky", json=_body("f1", "r1", [_user("x")])))
     assert events[0]["type"] == "RUN_STARTED"
     assert events[-1]["type"] == "RUN_ERROR"
     assert "/secret/path" not in events[-1]["message"]
