@@ -104,3 +104,9 @@ class RunConfig(BaseModel):
     save_live_blob: bool = False
     # Reconnects in a row without a message received in between; past it the run ends.
     max_live_reconnects: int = Field(default=5, ge=0)
+    # W8: tools added to every LLM agent's own for this run only — a front end's client-side
+    # tools (AG-UI `tools`), whose calls pause the run until the client sends their results.
+    extra_tools: tuple[Any, ...] = ()
+    # Seed 000's SaveInputBlobsAsArtifacts: a user message's inline files are saved as
+    # artifacts and stored as references to them; the model still sees the files (R5, W8).
+    save_input_blobs_as_artifacts: bool = False

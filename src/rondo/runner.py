@@ -602,16 +602,41 @@ class Runner:
             replaced = await plugins.run("on_user_message", ctx, message)
             if replaced is not None:
                 message = ctx.user_content = replaced
+        saved: dict[str, int] = {}
+        if message is not None and ctx.run_config.save_input_blobs_as_artifacts:
+            message, saved = await self._save_input_blobs(ctx, message)
         # R1: the user's message is stored, not yielded back.
         user_event = Event(
             author="user",
             invocation_id=ctx.invocation_id,
             run_id=run_id,
             content=message,
-            actions=EventActions(state_delta=dict(state_delta or {})),
+            actions=EventActions(state_delta=dict(state_delta or {}), artifact_delta=saved),
         )
         await self._append(ctx, user_event)
         return ctx, resumed
+
+    async def _save_input_blobs(
+        self, ctx: InvocationContext, message: Content
+    ) -> tuple[Content, dict[str, int]]:
+        """W8: the message's inline files saved as artifacts, referenced in its place."""
+        from rondo.artifacts.inputs import save_input_blobs
+
+        if self.artifact_service is None:
+            raise ConfigurationError(
+                "RunConfig(save_input_blobs_as_artifacts=True) needs an artifact service on "
+                "the Runner (artifact_service=...)"
+            )
+        message, saved = await save_input_blobs(
+            message,
+            self.artifact_service,
+            app_name=self.app_name,
+            user_id=ctx.user_id,
+            session_id=ctx.session.id,
+            invocation_id=ctx.invocation_id,
+        )
+        ctx.user_content = message
+        return message, saved
 
     def _resume_context(
         self,

@@ -26,6 +26,7 @@ from rondo.cli.decisions import (
 )
 from rondo.cli.eval import eval_command
 from rondo.cli.loading import CliError, app_name_for, open_artifact_service, open_session_service
+from rondo.cli.mcp_serve import register as register_mcp
 from rondo.cli.render import JsonLinesRenderer, LiveRenderer
 from rondo.cli.serve import register as register_serve
 from rondo.errors import RondoError
@@ -291,3 +292,4 @@ def main() -> None:
 
 
 register_serve(app)  # `rondo api-server` and `rondo web`
+register_mcp(app)  # `rondo mcp AGENT_PATH`

@@ -103,6 +103,14 @@ PublicUrl = Annotated[
         "URL/a2a/APP. Default: the scheme and Host of each request.",
     ),
 ]
+Mcp = Annotated[
+    bool,
+    typer.Option(
+        "--mcp",
+        help="Also serve each app as an MCP tool over streamable HTTP at /mcp (the same "
+        "bearer tokens). Needs the mcp extra.",
+    ),
+]
 
 Traces = Annotated[
     bool,
@@ -132,6 +140,7 @@ class ServeOptions:
     timeouts: tuple[float, float, float] = (5.0, 10.0, 30.0)  # keep-alive, header, body
     a2a_root: str | None = None
     public_url: str | None = None
+    mcp: bool = False
 
 
 def check_bind(host: str, auth_tokens: str | None, allow_unauthenticated: bool) -> None:
@@ -181,6 +190,7 @@ def _serve(options: ServeOptions) -> None:
             trace_store=options.traces,
             a2a_root=options.a2a_root,
             public_url=options.public_url,
+            mcp=options.mcp,
         )
         names = app.state.rondo.apps.names()
         url = f"http://{_url_host(options.host)}:{options.port}/"
@@ -226,6 +236,7 @@ def register(app: typer.Typer) -> None:
         timeout_body: BodyTimeout = 30.0,
         a2a_root: A2ARoot = None,
         public_url: PublicUrl = None,
+        mcp: Mcp = False,
     ) -> None:
         """Serve the apps of AGENTS_DIR with google-adk's REST + SSE API (and rondo's)."""
         _serve(
@@ -234,6 +245,7 @@ def register(app: typer.Typer) -> None:
                 allow_unauthenticated, max_body_bytes, log_level, web=False, a2a=a2a,
                 traces=traces, timeouts=(timeout_keep_alive, timeout_header, timeout_body),
                 a2a_root=a2a_root, public_url=public_url,
+                mcp=mcp,
             )
         )  # fmt: skip
 

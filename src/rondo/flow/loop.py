@@ -117,6 +117,7 @@ class Flow:
             for sub in self.agent.sub_agents
             if isinstance(sub, Agent) and sub.mode != "chat"
         )
+        tools.extend(ctx.run_config.extra_tools)
         names = [t.name for t in tools]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

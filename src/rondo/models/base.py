@@ -119,6 +119,9 @@ class ModelRequest:
         self.config.system_instruction = f"{current}\n\n{text}" if current else text
 
 
+DEFAULT_INPUT_TYPES = ("image/*", "audio/*", "video/*", "text/*", "application/pdf")
+
+
 @dataclass(frozen=True, slots=True)
 class ModelCapabilities:
     """What a model can do beyond plain generation."""
@@ -127,6 +130,9 @@ class ModelCapabilities:
     response_schema_with_tools: bool = True
     response_schema: bool = True
     streaming: bool = True
+    # The file types a user message may carry to this model (`type/*` matches a family);
+    # front ends refuse others before the model is called (SPEC W8).
+    input_types: tuple[str, ...] = DEFAULT_INPUT_TYPES
 
 
 DEFAULT_CAPABILITIES = ModelCapabilities()
@@ -150,7 +156,7 @@ def model_capabilities(model: Model) -> ModelCapabilities:
     if isinstance(caps, ModelCapabilities):
         return caps
     if isinstance(caps, dict):
-        return ModelCapabilities(**cast(dict[str, bool], caps))
+        return ModelCapabilities(**cast(dict[str, Any], caps))
     return DEFAULT_CAPABILITIES
 
 

@@ -12,7 +12,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from rondo._version import __version__
 from rondo.errors import ConfigurationError
-from rondo.server import adk_routes, native_routes, traces
+from rondo.server import adk_routes, front_end, native_routes, traces
 from rondo.server.a2a_root import a2a_root_card_routes
 from rondo.server.auth import TokenAuth, TokenMiddleware, load_tokens
 from rondo.server.discovery import AppRegistry
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from rondo.a2a import A2AApps
     from rondo.artifacts.base import BaseArtifactService
+    from rondo.server.mcp_server import McpEndpoint
     from rondo.sessions.base import BaseSessionService
 
 __all__ = ["DEFAULT_BODY_TIMEOUT", "DEFAULT_MAX_BODY_BYTES", "UI_DIR", "create_app"]
@@ -70,6 +71,7 @@ def create_app(
     trace_store: bool | None = None,
     a2a_root: str | None = None,
     public_url: str | None = None,
+    mcp: bool = False,
 ) -> FastAPI:
     """The server for the apps of `agents_dir`.
 
@@ -84,7 +86,8 @@ def create_app(
     of `a2a_root` (which implies `a2a`), at `/.well-known/agent-card.json`; `public_url` (the
     server's URL as clients reach it) fixes the URLs cards give. `trace_store` keeps the spans of
     recent sessions in memory for the trace routes and the web UI's Trace tab (installing an
-    OpenTelemetry SDK tracer provider if none is set); it defaults to `web`.
+    OpenTelemetry SDK tracer provider if none is set); it defaults to `web`. `mcp` also
+    serves each app as an MCP tool at `/mcp` (the `mcp` extra; see `rondo.server.mcp_server`).
     """
     if max_body_bytes <= 0:
         raise ConfigurationError(f"max_body_bytes must be positive, got {max_body_bytes}")
@@ -99,11 +102,16 @@ def create_app(
 
         state.spans = enable_span_store()
     a2a_apps = _a2a_apps(apps, auth, state, public_url) if a2a or a2a_root else None
+    mcp_endpoint = _mcp_endpoint(state) if mcp else None
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncGenerator[None]:
         try:
-            yield
+            if mcp_endpoint is None:
+                yield
+            else:
+                async with mcp_endpoint.running():
+                    yield
         finally:
             await state.claims.close()
             if a2a_apps is not None:
@@ -124,11 +132,13 @@ def create_app(
     install_error_handlers(app)
     # The routes join the app's own list: `include_router` would wrap each router in a
     # matching layer of its own, a hundred-odd Python calls on every request.
-    for router in (adk_routes.router, native_routes.router, traces.router):
+    for router in (adk_routes.router, native_routes.router, traces.router, *front_end.routers()):
         app.router.routes.extend(router.routes)
     # Starlette tries routes in order: the run routes and the session routes, which every run
     # requests, go first. No other path overlaps theirs, so matching results are unchanged.
     app.router.routes.sort(key=_match_rank)
+    if mcp_endpoint is not None:
+        app.router.routes.extend(mcp_endpoint.routes)
     if a2a_apps is not None:
         app.mount("/a2a", a2a_apps)
         app.router.routes.extend(a2a_root_card_routes(a2a_apps, apps, a2a_root))
@@ -156,6 +166,12 @@ def _a2a_apps(
         claim=state.claims.take,
         public_url=f"{public_url.rstrip('/')}/a2a" if public_url else None,
     )
+
+
+def _mcp_endpoint(state: ServerState) -> McpEndpoint:
+    from rondo.server.mcp_server import McpEndpoint
+
+    return McpEndpoint(state)
 
 
 def _auth(tokens: TokenAuth | Mapping[str, str] | str | Path | None) -> TokenAuth | None:

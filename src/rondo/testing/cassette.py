@@ -532,7 +532,11 @@ class CassettePlayer:
                 )
             name = names[0]  # one model recorded: it answers whoever asks
         first = next((e for e in self.exchanges if e.model == name), None)
-        caps = ModelCapabilities(**first.capabilities) if first else ModelCapabilities()
+        caps = (
+            ModelCapabilities(**dict[str, Any](first.capabilities))
+            if first
+            else ModelCapabilities()
+        )
         return ReplayModel(self, name, caps)
 
     def answer(self, request: ModelRequest) -> Exchange:

@@ -12,6 +12,7 @@ Why this order:
 - nested resume right after confirmation: a call whose nested run paused continues the same
   way (H4).
 - contents after confirmation: re-dispatched calls must be in the history this step sees.
+- input files right after contents: they swap saved files' references for their bytes.
 - output schema and transfer last: they add tools and instructions for the final turn shape.
 """
 
@@ -23,6 +24,7 @@ from rondo.flow.processors.basic import basic_processor
 from rondo.flow.processors.compaction import compaction_processor
 from rondo.flow.processors.contents import contents_processor
 from rondo.flow.processors.identity import identity_processor
+from rondo.flow.processors.input_files import input_files_processor
 from rondo.flow.processors.instructions import instructions_processor
 from rondo.flow.processors.output_schema import output_schema_processor
 from rondo.flow.processors.tools import tools_processor
@@ -39,6 +41,7 @@ DEFAULT_REQUEST_PROCESSORS = (
     identity_processor,
     compaction_processor,
     contents_processor,
+    input_files_processor,
     output_schema_processor,
     transfer_processor,
 )

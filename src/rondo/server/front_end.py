@@ -1,0 +1,277 @@
+"""What the front-end protocol routes share (SPEC W8): the session a conversation maps to, the
+run (through the same checks, claim and stream as `/run_lifecycle`), and state as JSON Patch.
+
+Each protocol (`ag_ui`, `ai_sdk`, `openai_compat`, `mcp_server`) is a projection of the
+lifecycle stream: it parses its request into a rondo message, starts the run here and maps the
+lifecycle events to its frames. This module is the one place that knows how a run is started,
+so the routes follow any change of the run machinery with one edit.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import importlib
+import importlib.util
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from fastapi import APIRouter, HTTPException, Response
+
+from rondo.agents.llm import Agent
+from rondo.errors import ConfigurationError
+from rondo.lifecycle import ReasonDelta, ReasonEnd
+from rondo.models.base import DEFAULT_INPUT_TYPES, model_capabilities
+from rondo.run_config import RunConfig
+from rondo.runner import Runner
+from rondo.server.errors import BadRequestError, stream_error
+from rondo.server.runs import RunRequest, start_run
+from rondo.server.state import ServerState
+from rondo.server.streams import Frames, open_stream
+from rondo.server.wire import RunAgentRequest
+from rondo.sessions.base import TEMP_PREFIX, Session
+from rondo.types import Content
+
+__all__ = [
+    "DEFAULT_USER",
+    "MAX_FILE_BYTES",
+    "FrontRun",
+    "Piece",
+    "TextParts",
+    "check_files",
+    "decode_base64",
+    "json_patch",
+    "open_session",
+    "routers",
+    "start_front_run",
+    "state_changes",
+    "stream_run",
+]
+
+# The user of a request on a server without tokens: these protocols name no user.
+DEFAULT_USER = "user"
+
+
+async def open_session(state: ServerState, app_name: str, user_id: str, session_id: str) -> Session:
+    """The conversation's session (its state and pending calls, no events), created on first
+    use: these protocols have no create-session call of their own."""
+    state.apps.check(app_name)
+    store = state.sessions
+    session = await store.get_session(
+        app_name=app_name, user_id=user_id, session_id=session_id, num_recent_events=0
+    )
+    if session is None:
+        session = await store.create_session(
+            app_name=app_name, user_id=user_id, session_id=session_id
+        )
+    return session
+
+
+FrontRun = RunRequest
+
+
+async def start_front_run(
+    state: ServerState,
+    who: str | None,
+    *,
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    message: Content | None,
+    state_delta: Mapping[str, Any] | None = None,
+    extra_tools: Sequence[Any] = (),
+    streaming: bool = True,
+) -> FrontRun:
+    """Check and claim the session as every run route does, then set the run's config.
+
+    Files in `message` are checked (size, type) and saved as the session's artifacts; the
+    stored message refers to them (`RunConfig.save_input_blobs_as_artifacts`)."""
+    if message is not None:
+        check_files(message, await state.apps.runner(app_name))
+    body = RunAgentRequest(
+        app_name=app_name,
+        user_id=user_id,
+        session_id=session_id,
+        streaming=streaming,
+        state_delta=dict(state_delta) if state_delta else None,
+    )
+    run = await start_run(state, who, body, message=message)
+    run.config = RunConfig(
+        streaming_mode=run.config.streaming_mode,
+        extra_tools=tuple(extra_tools),
+        save_input_blobs_as_artifacts=True,
+    )
+    return run
+
+
+# The largest file a message may carry: a request body of `DEFAULT_MAX_BODY_BYTES` holds
+# about this much once base64-encoded.
+MAX_FILE_BYTES = 7 * 1024 * 1024
+
+
+def _accepts(types: Sequence[str], mime_type: str) -> bool:
+    family = mime_type.split("/", 1)[0] + "/*"
+    return mime_type in types or family in types
+
+
+def _input_types(runner: Runner) -> tuple[str, ...]:
+    agent = runner.agent
+    if not isinstance(agent, Agent):
+        return DEFAULT_INPUT_TYPES
+    try:
+        return model_capabilities(agent.canonical_model).input_types
+    except ConfigurationError:
+        return DEFAULT_INPUT_TYPES
+
+
+def check_files(message: Content, runner: Runner) -> None:
+    """Refuse a file over `MAX_FILE_BYTES` (413) or of a type the app's model does not take
+    (415), before anything runs."""
+    types: tuple[str, ...] | None = None
+    for part in message.parts:
+        blob = part.inline_data
+        mime_type = blob.mime_type if blob is not None else None
+        if blob is not None and len(blob.data) > MAX_FILE_BYTES:
+            name = blob.display_name or "a file"
+            raise HTTPException(
+                413,
+                detail=f"{name} is {len(blob.data)} bytes: a file may have at most "
+                f"{MAX_FILE_BYTES} bytes",
+            )
+        if mime_type is None and part.file_data is not None:
+            mime_type = part.file_data.mime_type
+        if mime_type is None:
+            continue
+        types = types or _input_types(runner)
+        if not _accepts(types, mime_type):
+            raise HTTPException(
+                415,
+                detail=f"the app's model does not take {mime_type} files (it takes "
+                f"{', '.join(types)}); the file was not sent",
+            )
+
+
+async def stream_run(
+    run: FrontRun,
+    frames: Frames,
+    error_payload: Any = stream_error,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    """The run's lifecycle stream as SSE frames of one protocol."""
+    response = await open_stream(
+        run.lifecycle(), frames, release=run.release, error_payload=error_payload
+    )
+    for key, value in (headers or {}).items():
+        response.headers[key] = value
+    return response
+
+
+def state_changes(client: Any, session: Session) -> dict[str, Any]:
+    """The keys of a client's view of the state that differ from the session's (its edits).
+    Keys the client dropped are kept: a client that knows less changes nothing."""
+    if not isinstance(client, dict):
+        return {}
+    current = session.state
+    return {
+        key: value
+        for key, value in client.items()  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(key, str)
+        and not key.startswith(TEMP_PREFIX)
+        and (key not in current or current[key] != value)
+    }
+
+
+def _pointer(key: str) -> str:
+    return "/" + key.replace("~", "~0").replace("/", "~1")
+
+
+def json_patch(delta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A record's state delta as RFC 6902 operations on the session's state (as a client sees
+    it: no `temp:` keys). `add` sets a member whether or not it exists."""
+    return [
+        {"op": "add", "path": _pointer(key), "value": value}
+        for key, value in delta.items()
+        if not key.startswith(TEMP_PREFIX)
+    ]
+
+
+# Each protocol's route module and the package it needs (its extra): served when installed.
+_PROTOCOLS: tuple[tuple[str, str | None], ...] = (
+    ("rondo.server.ag_ui", "ag_ui"),
+    ("rondo.server.ai_sdk", None),
+    ("rondo.server.openai_compat", None),
+)
+
+
+def routers() -> list[APIRouter]:
+    """The routers of the front-end protocols whose packages are installed."""
+    found: list[APIRouter] = []
+    for module, needs in _PROTOCOLS:
+        if needs is None or importlib.util.find_spec(needs) is not None:
+            found.append(importlib.import_module(module).router)
+    return found
+
+
+def decode_base64(value: str) -> bytes:
+    """A file's bytes as the protocols send them: base64, either alphabet, padding optional."""
+    text = value.replace("-", "+").replace("_", "/")
+    try:
+        return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise BadRequestError(f"a file's data is not valid base64: {exc}") from None
+
+
+TextKind = Literal["text", "thinking"]
+# One step of a streamed part: ("start" | "delta" | "end", kind, part id, text).
+Piece = tuple[Literal["start", "delta", "end"], TextKind, str, str]
+
+
+class TextParts:
+    """A run's model text and thinking as parts that open, grow and close, for the protocols
+    that stream them: from the deltas when the model streams, else from each round's record.
+    Empty pieces are dropped (no protocol accepts an empty delta)."""
+
+    def __init__(self) -> None:
+        self._streamed: set[str] = set()  # reason rounds whose output came as deltas
+        self._open: tuple[TextKind, str] | None = None
+        self._count = 0
+
+    def close(self) -> list[Piece]:
+        if self._open is None:
+            return []
+        kind, part_id = self._open
+        self._open = None
+        return [("end", kind, part_id, "")]
+
+    def _piece(self, kind: TextKind, reason_id: str, text: str) -> list[Piece]:
+        if not text:
+            return []
+        pieces: list[Piece] = []
+        if self._open is None or self._open[0] != kind:
+            pieces.extend(self.close())
+            self._count += 1
+            self._open = (kind, f"{reason_id}-{self._count}")
+            pieces.append(("start", kind, self._open[1], ""))
+        pieces.append(("delta", kind, self._open[1], text))
+        return pieces
+
+    def delta(self, event: ReasonDelta) -> list[Piece]:
+        self._streamed.add(event.reason_id)
+        kind: TextKind = "thinking" if event.kind.startswith("thinking") else "text"
+        if event.kind.endswith("_delta"):
+            return self._piece(kind, event.reason_id, event.text)
+        if event.kind.endswith("_end") and self._open is not None and self._open[0] == kind:
+            return self.close()
+        return []  # a start opens the part with its first non-empty piece
+
+    def reason_end(self, event: ReasonEnd) -> list[Piece]:
+        """The round's text when it was not streamed, then the open part closed."""
+        pieces: list[Piece] = []
+        record = event.event
+        streamed = event.reason_id in self._streamed
+        if record is not None and record.content is not None and not record.partial:
+            for part in record.content.parts if not streamed else ():
+                if part.text:
+                    kind: TextKind = "thinking" if part.thought else "text"
+                    pieces.extend(self._piece(kind, event.reason_id, part.text))
+        return [*pieces, *self.close()]
