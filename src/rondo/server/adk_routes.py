@@ -20,14 +20,13 @@ from rondo.errors import SessionExistsError
 from rondo.events import Event, EventActions
 from rondo.server.auth import caller, check_shared_state, owner
 from rondo.server.errors import BadRequestError, InvalidValueError, NotFoundError, SafeRoute
-from rondo.server.runs import collect, start_run
+from rondo.server.runs import DetachedRunRequest, collect, respond, start_run
 from rondo.server.state import ServerState, server_state
-from rondo.server.streams import dumps, open_stream, sse
+from rondo.server.streams import dumps
 from rondo.server.wire import (
     ArtifactVersion,
     CreateSessionRequest,
     ListAppsResponse,
-    RunAgentRequest,
     SaveArtifactRequest,
     UpdateSessionRequest,
     WireEvent,
@@ -427,24 +426,12 @@ async def delete_artifact(
 
 
 @router.post("/run", response_model=list[WireEvent])
-async def run(body: RunAgentRequest, request: Request) -> Response:
+async def run(body: DetachedRunRequest, request: Request) -> Response:
     """Run one invocation to its end; the answer is the array of its events."""
     state = server_state(request)
     body.streaming = False  # as ADK: `/run` never streams the model
     events = await collect(await start_run(state, caller(request), body))
     return _json([event_json(e) for e in events])
-
-
-def _adk_frames(event: Event) -> list[bytes]:
-    wire = event_json(event)
-    if event.actions.artifact_delta and event.content is not None and event.content.parts:
-        # As ADK: its web UI renders artifacts from an action-only event, so an event with
-        # both content and an artifact delta goes out as two, content first.
-        actions: dict[str, Any] = {**wire["actions"], "artifactDelta": {}}
-        content_only = {**wire, "actions": actions}
-        action_only = {k: v for k, v in wire.items() if k != "content"}
-        return [sse(dumps(content_only)), sse(dumps(action_only))]
-    return [sse(dumps(wire))]
 
 
 @router.post(
@@ -458,8 +445,9 @@ def _adk_frames(event: Event) -> list[bytes]:
         }
     },
 )
-async def run_sse(body: RunAgentRequest, request: Request) -> Response:
-    """Run one invocation and stream its events (partial ones too with `streaming`)."""
+async def run_sse(body: DetachedRunRequest, request: Request) -> Response:
+    """Run one invocation and stream its events (partial ones too with `streaming`); each
+    frame's `id:` lets a client rejoin the run (`…/runs/{runId}/stream`)."""
     state = server_state(request)
     started = await start_run(state, caller(request), body)
-    return await open_stream(started.records(), _adk_frames, release=started.release)
+    return await respond(state, started, "adk", background=body.background)

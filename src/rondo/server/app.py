@@ -13,7 +13,7 @@ from fastapi.staticfiles import StaticFiles
 
 from rondo._version import __version__
 from rondo.errors import ConfigurationError
-from rondo.server import adk_routes, native_routes, traces
+from rondo.server import adk_routes, native_routes, run_routes, traces
 from rondo.server.auth import TokenAuth, TokenMiddleware, load_tokens
 from rondo.server.discovery import AppRegistry
 from rondo.server.errors import install_error_handlers
@@ -102,6 +102,7 @@ def create_app(
         try:
             yield
         finally:
+            await state.detached.close()
             await state.claims.close()
             if a2a_apps is not None:
                 await a2a_apps.aclose()
@@ -121,7 +122,7 @@ def create_app(
     install_error_handlers(app)
     # The routes join the app's own list: `include_router` would wrap each router in a
     # matching layer of its own, a hundred-odd Python calls on every request.
-    for router in (adk_routes.router, native_routes.router, traces.router):
+    for router in (adk_routes.router, native_routes.router, run_routes.router, traces.router):
         app.router.routes.extend(router.routes)
     # Starlette tries routes in order: the run routes and the session routes, which every run
     # requests, go first. No other path overlaps theirs, so matching results are unchanged.

@@ -9,6 +9,11 @@ of `append_event` still refuses any stale write beneath this.
 A store claim lapses `CLAIM_TTL` seconds after its last renewal, so a replica that died mid-run
 keeps its sessions busy for at most that long. A live replica renews every claim it holds in
 one statement every third of that, from one background task (no task per run).
+
+While it holds claims on a shared store, a server also listens on `CANCEL_CHANNEL` (one
+connection of its own, LISTEN/NOTIFY): another replica asks there to stop a run this one runs
+(`rondo.server.run_control`). Only the holder of a session's claim can be running its run, so
+a notice reaches the right process without any address.
 """
 
 from __future__ import annotations
@@ -23,12 +28,15 @@ from rondo.server.errors import NotFoundError, RunInProgressError
 from rondo.server.streams import ActiveRuns
 from rondo.sessions.base import BaseSessionService
 
-__all__ = ["CLAIM_TTL", "SessionClaims"]
+__all__ = ["CANCEL_CHANNEL", "CLAIM_TTL", "SessionClaims"]
 
 logger = logging.getLogger("rondo.server")
 
 # How long a claim outlives its last renewal: how long a dead replica keeps its sessions busy.
 CLAIM_TTL = 30.0
+
+# Where replicas ask each other to stop a run (SPEC W7).
+CANCEL_CHANNEL = "rondo_run_cancel"
 
 BUSY = (
     "session {sid!r} is busy: another run on it has not finished (perhaps on another server); "
@@ -46,6 +54,10 @@ class SessionClaims:
         self._runs = runs
         self._held: set[str] = set()  # the owner tokens of this server's store claims
         self._renewal: asyncio.Task[None] | None = None
+        # Called with the payload of each notice on CANCEL_CHANNEL (set by the server state).
+        self.on_cancel_notice: Callable[[str], None] | None = None
+        self._listening: Callable[[], Awaitable[None]] | None = None
+        self._listen_lock = asyncio.Lock()
 
     async def take(self, app_name: str, user_id: str, session_id: str) -> Release:
         """Claim the session; returns its (idempotent) release. `RunInProgressError` if busy;
@@ -60,6 +72,12 @@ class SessionClaims:
 
             return release_here
         ids = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
+        if self._listening is None and self.on_cancel_notice is not None:
+            try:
+                await self._listen()
+            except BaseException:
+                local()
+                raise
         owner = uuid.uuid4().hex
         try:
             taken = await store.claim_run(**ids, owner=owner, ttl=CLAIM_TTL)
@@ -85,6 +103,15 @@ class SessionClaims:
 
         return release
 
+    async def _listen(self) -> None:
+        async with self._listen_lock:
+            if self._listening is None and self.on_cancel_notice is not None:
+                self._listening = await self._store.listen(CANCEL_CHANNEL, self._notice)
+
+    def _notice(self, payload: str) -> None:
+        if self.on_cancel_notice is not None:
+            self.on_cancel_notice(payload)
+
     async def _renew(self) -> None:
         while True:
             await asyncio.sleep(CLAIM_TTL / 3)
@@ -96,6 +123,10 @@ class SessionClaims:
                 logger.warning("renewing the session claims failed: %s", exc)
 
     async def close(self) -> None:
+        if self._listening is not None:
+            stop, self._listening = self._listening, None
+            with contextlib.suppress(Exception):
+                await stop()
         if self._renewal is not None:
             self._renewal.cancel()
             with contextlib.suppress(asyncio.CancelledError):
