@@ -430,7 +430,7 @@ async def run(body: DetachedRunRequest, request: Request) -> Response:
     """Run one invocation to its end; the answer is the array of its events."""
     state = server_state(request)
     body.streaming = False  # as ADK: `/run` never streams the model
-    events = await collect(await start_run(state, caller(request), body))
+    events = await collect(state, await start_run(state, caller(request), body))
     return _json([event_json(e) for e in events])
 
 

@@ -185,7 +185,7 @@ async def stream_run(
 async def _from_journal(
     run: DetachedRun, fmt: Format, cursor: FrameId | None
 ) -> AsyncGenerator[bytes, None]:
-    async for frame in run.subscribe(fmt, cursor):
+    async for frame in run.subscribe(fmt, cursor, earlier=True):
         yield frame
 
 

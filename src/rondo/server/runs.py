@@ -120,15 +120,6 @@ class RunRequest:
             observe=observe,
         )
 
-    def records(self) -> AsyncGenerator[Event, None]:
-        return self.runner.run_async(
-            user_id=self.user_id,
-            session_id=self.session_id,
-            new_message=self.message,
-            run_config=self.config,
-            state_delta=self.state_delta,
-        )
-
 
 _STREAMING = RunConfig(streaming_mode="sse")
 _PLAIN = RunConfig()
@@ -179,13 +170,14 @@ async def start_run(
     )
 
 
-async def collect(run: RunRequest) -> list[Event]:
-    """Run to the end and return its records (for `/run`)."""
-    try:
-        async with aclosing(run.records()) as records:
-            return [event async for event in records]
-    finally:
-        await run.release()
+async def collect(state: ServerState, request: RunRequest) -> list[Event]:
+    """Run to the end and return its records (for `/run`); the run is detached like the
+    streamed ones, so a client that leaves does not cut it short."""
+    run = await launch(state, request, observe=False)
+    records = [item async for _, item in run.items() if isinstance(item, Event)]
+    if run.error is not None:
+        raise run.error
+    return records
 
 
 def _may_continue_a_run(message: Content | None) -> bool:
@@ -216,7 +208,8 @@ class DetachedRun:
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     _first: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task[None] | None = None
-    _primary: Numbering | None = None
+    # The same run's earlier invocation on this server (it paused, this one resumes it).
+    previous: DetachedRun | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -377,15 +370,19 @@ class DetachedRun:
             await self._wake.wait()
 
     async def subscribe(
-        self, fmt: Format, after: FrameId | None = None
+        self, fmt: Format, after: FrameId | None = None, *, earlier: bool = False
     ) -> AsyncGenerator[bytes, None]:
-        """The run's SSE frames in `fmt` after the frame `after` (all without), live to the
-        end; a failed run's stream ends with an error frame."""
+        """This invocation's SSE frames in `fmt` after the frame `after` (all without), live
+        to the end — with `earlier`, those of the run's earlier invocations on this server
+        first; a failed run's stream ends with an error frame."""
         if fmt == "lifecycle" and not self.observe:
             raise BadRequestError(
                 "this run was started on /run_sse, which does not build lifecycle events: "
                 "rejoin it with ?format=adk"
             )
+        if earlier and self.previous is not None:  # the run's frames from before its pause
+            async for frame in self.previous.subscribe(fmt, after, earlier=True):
+                yield frame
         numbering = Numbering(fmt, self.base)
         async for _, item in self.items():
             for frame_id, _partial, frame in numbering.frames(item):
@@ -405,7 +402,9 @@ class RunRegistry:
         self._current: dict[tuple[str, str, str], DetachedRun] = {}
 
     def add(self, run: DetachedRun) -> None:
-        self._runs[(*run.key, run.run_id)] = run
+        key = (*run.key, run.run_id)
+        run.previous = self._runs.pop(key, None)
+        self._runs[key] = run
         self._current[run.key] = run
         while len(self._runs) > self.KEEP:
             oldest = next(iter(self._runs.values()))
