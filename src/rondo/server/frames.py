@@ -53,7 +53,7 @@ def parse_id(text: str) -> FrameId:
 def adk_payloads(event: Event) -> list[bytes]:
     """An event as google-adk's `/run_sse` sends it: one JSON payload, or two."""
     wire = event_json(event)
-    if event.actions.artifact_delta and event.content is not None and event.content.parts:
+    if _splits(event):
         # As ADK: its web UI renders artifacts from an action-only event, so an event with
         # both content and an artifact delta goes out as two, content first.
         actions: dict[str, Any] = {**wire["actions"], "artifactDelta": {}}
@@ -61,6 +61,10 @@ def adk_payloads(event: Event) -> list[bytes]:
         action_only = {k: v for k, v in wire.items() if k != "content"}
         return [dumps(content_only), dumps(action_only)]
     return [dumps(wire)]
+
+
+def _splits(event: Event) -> bool:
+    return bool(event.actions.artifact_delta and event.content is not None and event.content.parts)
 
 
 def _framed(frame_id: FrameId, payload: bytes) -> bytes:
@@ -102,6 +106,18 @@ class Numbering:
             out.append((frame_id, partial, _framed(frame_id, payload)))
         self.last = out[-1][0]
         return out
+
+    def advance(self, item: Any) -> None:
+        """Number `item`'s frames without encoding them (for `last`)."""
+        record = isinstance(item, Event)
+        if record and not item.partial:
+            self.n += 1
+            self.k = 0
+        if record != (self.format == "adk"):
+            return
+        count = 2 if record and _splits(item) else 1
+        self.k += count
+        self.last = (self.n, self.k - 1)
 
     def error(self, exc: BaseException) -> bytes:
         """The frame that ends a failed run's stream."""

@@ -205,11 +205,13 @@ class DetachedRun:
     base: int = 0  # the ordinal of the run's last record before its first item
     _items: list[Any] = field(default_factory=list[Any])
     _invocations: dict[str, None] = field(default_factory=dict[str, None])
-    _wake: asyncio.Event = field(default_factory=asyncio.Event)
+    # Subscribers waiting for the next item: a future each, made only when one waits.
+    _waiting: list[asyncio.Future[None]] = field(default_factory=list[asyncio.Future[None]])
     _first: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task[None] | None = None
     # The same run's earlier invocation on this server (it paused, this one resumes it).
     previous: DetachedRun | None = None
+    on_done: Callable[[DetachedRun], None] | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -229,8 +231,7 @@ class DetachedRun:
         """The id of the last frame in the run's own format (for the status route)."""
         numbering = Numbering(self.format, self.base)
         for item in self._items:
-            for _ in numbering.frames(item):
-                pass
+            numbering.advance(item)
         return numbering.last
 
     # -- driving ------------------------------------------------------------------------------
@@ -255,10 +256,12 @@ class DetachedRun:
                 if self.stop_reason is not None and self.run_id:
                     await asyncio.shield(self._record_stop(self.stop_reason))
             finally:
-                await asyncio.shield(self.request.release())
+                await self.request.release()  # shields its store call itself
                 self.done = True
+                if self.on_done is not None:
+                    self.on_done(self)
                 self._first.set()
-                self._wake.set()
+                self._wake()
 
     async def _begin(self, item: Any) -> None:
         """The first item: the run's id, and where its frame numbering starts."""
@@ -279,11 +282,23 @@ class DetachedRun:
 
     def _publish(self, item: Any) -> None:
         self._items.append(item)
-        invocation = getattr(item, "invocation_id", "")
+        invocation: str = item.invocation_id
         if invocation and invocation not in self._invocations:
             self._invocations[invocation] = None
-        wake, self._wake = self._wake, asyncio.Event()
-        wake.set()
+        if self._waiting:
+            self._wake()
+
+    def _wake(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        for future in waiting:
+            if not future.done():
+                future.set_result(None)
+
+    async def _next(self) -> None:
+        """Wait until an item is published or the run ends."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(future)
+        await future
 
     async def _record_stop(self, reason: str) -> None:
         """Store an answer for every call the stop cut, then the `CANCELLED` marker."""
@@ -367,7 +382,7 @@ class DetachedRun:
                 i += 1
             if self.done:
                 return
-            await self._wake.wait()
+            await self._next()
 
     async def subscribe(
         self, fmt: Format, after: FrameId | None = None, *, earlier: bool = False
@@ -384,10 +399,17 @@ class DetachedRun:
             async for frame in self.previous.subscribe(fmt, after, earlier=True):
                 yield frame
         numbering = Numbering(fmt, self.base)
-        async for _, item in self.items():
-            for frame_id, _partial, frame in numbering.frames(item):
-                if after is None or frame_id > after:
-                    yield frame
+        i = 0
+        while True:
+            items = self._items
+            while i < len(items):
+                for frame_id, _partial, frame in numbering.frames(items[i]):
+                    if after is None or frame_id > after:
+                        yield frame
+                i += 1
+            if self.done:
+                break
+            await self._next()
         if self.error is not None:
             yield numbering.error(self.error)
 
@@ -406,11 +428,17 @@ class RunRegistry:
         run.previous = self._runs.pop(key, None)
         self._runs[key] = run
         self._current[run.key] = run
-        while len(self._runs) > self.KEEP:
-            oldest = next(iter(self._runs.values()))
-            if not oldest.done:
-                break
-            self._runs.popitem(last=False)
+        run.on_done = self._ended
+        if run.done:
+            self._ended(run)
+        if len(self._runs) > self.KEEP:
+            ended = [k for k, r in self._runs.items() if r.done]
+            for k in ended[: len(self._runs) - self.KEEP]:
+                del self._runs[k]
+
+    def _ended(self, run: DetachedRun) -> None:
+        if self._current.get(run.key) is run:
+            del self._current[run.key]
 
     def get(self, app_name: str, user_id: str, session_id: str, run_id: str) -> DetachedRun | None:
         return self._runs.get((app_name, user_id, session_id, run_id))
@@ -473,7 +501,8 @@ async def respond(
         return Response(dumps(body), status_code=202, media_type="application/json")
 
     def leave() -> None:
-        run.cancel("the client disconnected")
+        if not run.done:
+            run.cancel("the client disconnected")
 
     on_leave = leave if request.on_disconnect == "cancel" else None
     return event_stream(run.subscribe(fmt), on_leave=on_leave)

@@ -78,35 +78,27 @@ class ActiveRuns:
 
 
 class _Subscription(StreamingResponse):
-    """An SSE subscription to a run; `on_leave` runs when it ends before the run does."""
+    """An SSE subscription to a run; `on_leave` runs when the response ends, however."""
 
     def __init__(
         self, frames: AsyncGenerator[bytes, None], on_leave: Callable[[], object] | None
     ) -> None:
+        super().__init__(frames, media_type="text/event-stream", headers=_HEADERS)
         self._frames = frames
         self._on_leave = on_leave
-        self._finished = False
-        super().__init__(self._all(), media_type="text/event-stream", headers=_HEADERS)
-
-    async def _all(self) -> AsyncGenerator[bytes, None]:
-        async for frame in self._frames:
-            yield frame
-        self._finished = True
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)
         finally:
-            # Whether the client read to the end or left (the disconnect ends the response
-            # normally, so only the frames running out tells the two apart).
             await self._frames.aclose()
-            if self._on_leave is not None and not self._finished:
+            if self._on_leave is not None:
                 self._on_leave()
 
 
 def event_stream(
     frames: AsyncGenerator[bytes, None], *, on_leave: Callable[[], object] | None = None
 ) -> Response:
-    """Answer with `frames` as an SSE stream; `on_leave` is called if the client leaves
-    before the last frame was sent."""
+    """Answer with `frames` as an SSE stream; `on_leave` is called when the response ends
+    (a client that read to the end, or one that left)."""
     return _Subscription(frames, on_leave)
