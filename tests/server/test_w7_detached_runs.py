@@ -339,3 +339,28 @@ def test_w7_a_paused_run_reads_paused_and_its_resume_stream_has_ids(
     assert len(set(ids)) == len(ids)
     assert client.get(base).json()["status"] == "completed"
     assert _frames(client.get(base + "/stream").text) == before + after
+
+
+def test_w7_a_store_failing_to_free_the_session_still_ends_the_stream(
+    launch: Launch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Freeing the run's claim fails (the store went away): the stream still ends, the run
+    reads as ended, never as running forever."""
+    from rondo.server import claims
+
+    async def broken(self: claims.SessionClaims, *args: Any) -> Any:
+        async def release() -> None:
+            raise ConnectionError("store gone")
+
+        return release
+
+    monkeypatch.setattr(claims.SessionClaims, "take", broken)
+    with launch() as client:
+        client.post("/apps/steps/users/u/sessions/s")
+        answer = client.post("/run_sse", json=_body("steps", "u", "s", "go"))
+        assert answer.status_code == 200
+        frames = _frames(answer.text)
+        assert frames[-1][1]["content"]["parts"][0]["text"] == "done after 3 steps"
+        run_id = frames[0][1]["runId"]
+        status = client.get(f"/apps/steps/users/u/sessions/s/runs/{run_id}").json()
+        assert status["status"] == "completed"

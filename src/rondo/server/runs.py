@@ -256,12 +256,21 @@ class DetachedRun:
                 if self.stop_reason is not None and self.run_id:
                     await asyncio.shield(self._record_stop(self.stop_reason))
             finally:
-                await self.request.release()  # shields its store call itself
-                self.done = True
-                if self.on_done is not None:
-                    self.on_done(self)
-                self._first.set()
-                self._wake()
+                try:
+                    await self.request.release()  # shields its store call itself
+                except Exception as exc:  # the claim lapses by itself (CLAIM_TTL)
+                    logger.warning("freeing the session of run %s failed: %s", self.run_id, exc)
+                finally:
+                    # Even when freeing the claim failed (it then lapses): no subscriber
+                    # may wait for a run that has ended.
+                    self._end()
+
+    def _end(self) -> None:
+        self.done = True
+        if self.on_done is not None:
+            self.on_done(self)
+        self._first.set()
+        self._wake()
 
     async def _begin(self, item: Any) -> None:
         """The first item: the run's id, and where its frame numbering starts."""
