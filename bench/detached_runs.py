@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from server import RONDO_APPS, Connection, _cpu_seconds, _free_port, load  # noqa: E402
+from server import RONDO_APPS, Connection, Server, _cpu_seconds, _free_port, load  # noqa: E402
 
 STEPS_APPS = ROOT / "tests" / "server" / "apps"
 
@@ -55,7 +55,7 @@ def _export_base(base: str, into: Path) -> Path:
     return into / "src"
 
 
-class Replica:
+class Replica(Server):
     """`rondo api-server` in a process of its own, optionally on another tree's code."""
 
     def __init__(self, apps: Path, db: str, cwd: Path, src: Path | None = None) -> None:
@@ -68,30 +68,6 @@ class Replica:
         self.process = subprocess.Popen(
             argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-
-    async def ready(self) -> None:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the server exited with {self.process.returncode}")
-            try:
-                conn = Connection("127.0.0.1", self.port)
-                await conn.open()
-                status, _, _ = await conn.request("GET", "/health")
-                await conn.close()
-                if status == 200:
-                    return
-            except OSError:
-                pass
-            await asyncio.sleep(0.2)
-        raise RuntimeError("the server did not start")
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
 
 
 async def routes(args: argparse.Namespace, work: Path) -> list[str]:

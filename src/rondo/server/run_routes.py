@@ -24,6 +24,7 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response
 
 from rondo.events import Event
+from rondo.server.adk_routes import _session_or_404  # pyright: ignore[reportPrivateUsage]
 from rondo.server.auth import owner
 from rondo.server.errors import NotFoundError, RunInProgressError, SafeRoute
 from rondo.server.frames import Format, FrameId, adk_payloads, format_id, parse_id
@@ -46,16 +47,6 @@ _STREAM_DOC: dict[int | str, dict[str, Any]] = {
         "route that started it sent them), then its live frames until it ends.",
     }
 }
-
-
-async def _session(state: ServerState, app_name: str, user_id: str, session_id: str) -> Session:
-    state.apps.check(app_name)
-    session = await state.sessions.get_session(
-        app_name=app_name, user_id=user_id, session_id=session_id
-    )
-    if session is None:
-        raise NotFoundError("Session not found")
-    return session
 
 
 def _last_log_id(records: list[tuple[int, Event]]) -> FrameId | None:
@@ -107,7 +98,7 @@ async def _describe(
 async def list_runs(app_name: str, user_id: str, session_id: str, request: Request) -> Response:
     """The session's runs, newest first: status, last frame id, invocations, times."""
     state = owner(request, user_id)
-    session = await _session(state, app_name, user_id, session_id)
+    session = await _session_or_404(state, app_name, user_id, session_id)
     runs = await _describe(state, session, runs_of(session.events, session.pending))
     return Response(dumps(runs), media_type="application/json")
 
@@ -115,7 +106,7 @@ async def list_runs(app_name: str, user_id: str, session_id: str, request: Reque
 async def _one(
     state: ServerState, app_name: str, user_id: str, session_id: str, run_id: str
 ) -> dict[str, Any]:
-    session = await _session(state, app_name, user_id, session_id)
+    session = await _session_or_404(state, app_name, user_id, session_id)
     summaries = runs_of(session.events, session.pending)
     described = await _describe(state, session, summaries)
     found = next((d for d in described if d["runId"] == run_id), None)
