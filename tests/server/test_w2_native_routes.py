@@ -191,9 +191,11 @@ def test_w2_openapi_documents_every_route(client: httpx.Client) -> None:
     for path, ops in schema["paths"].items():
         for method, op in ops.items():
             assert op.get("responses"), (method, path)
-    run_body = schema["components"]["schemas"]["RunAgentRequest"]["properties"]
+    # google-adk's RunAgentRequest, with rondo's fields for detached runs (SPEC W7).
+    run_body = schema["components"]["schemas"]["DetachedRunRequest"]["properties"]
     assert {"appName", "userId", "sessionId", "newMessage", "streaming", "stateDelta"} <= set(
         run_body
     )
+    assert {"background", "onDisconnect", "multitask"} <= set(run_body)
     decision = schema["components"]["schemas"]["PendingDecision"]["properties"]
     assert decision["decision"]["enum"] == ["approve", "reject", "skip"]

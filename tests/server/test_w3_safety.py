@@ -413,11 +413,13 @@ def test_w3_two_runs_on_one_session_give_one_409(client: httpx.Client) -> None:
 
 def test_w3_a_client_that_goes_away_frees_its_session(client: httpx.Client) -> None:
     client.post("/apps/slow/users/u/sessions/s")
-    with client.stream("POST", "/run_sse", json=_run("slow", "u", "s", "long one")) as answer:
+    body = {**_run("slow", "u", "s", "long one"), "onDisconnect": "cancel"}
+    with client.stream("POST", "/run_sse", json=body) as answer:
         assert answer.status_code == 200
-        first = next(answer.iter_lines())
+        first = next(line for line in answer.iter_lines() if line.startswith("data: "))
         assert '"functionCall"' in first
-        # Leave while the 30 s tool runs: the server must end the run and free the session.
+        # Leave while the 30 s tool runs: the run was asked to stop then (SPEC W7), so the
+        # server ends it and frees the session.
     deadline = time.monotonic() + 5
     while True:
         again = client.post("/run", json=_run("slow", "u", "s", "second"))

@@ -22,9 +22,9 @@ from rondo.errors import SessionExistsError
 from rondo.events import Event, EventActions
 from rondo.server.auth import authorize, caller, check_shared_state, owner
 from rondo.server.errors import BadRequestError, InvalidValueError, NotFoundError, SafeRoute
-from rondo.server.runs import collect, start_run
+from rondo.server.runs import DetachedRunRequest, collect, respond, start_run
 from rondo.server.state import ServerState, server_state
-from rondo.server.streams import dumps, open_stream, sse
+from rondo.server.streams import dumps
 from rondo.server.wire import (
     ArtifactVersion,
     CreateSessionRequest,
@@ -458,26 +458,14 @@ async def require_message(state: ServerState, who: str | None, body: RunAgentReq
 
 
 @router.post("/run", response_model=list[WireEvent])
-async def run(body: RunAgentRequest, request: Request) -> Response:
+async def run(body: DetachedRunRequest, request: Request) -> Response:
     """Run one invocation to its end; the answer is the array of its events. Without
     `newMessage` it resumes the session's interrupted invocation (422 if there is none)."""
     state = server_state(request)
     await require_message(state, caller(request), body)
     body.streaming = False  # as ADK: `/run` never streams the model
-    events = await collect(await start_run(state, caller(request), body))
+    events = await collect(state, await start_run(state, caller(request), body))
     return _json([event_json(e) for e in events])
-
-
-def _adk_frames(event: Event) -> list[bytes]:
-    wire = event_json(event)
-    if event.actions.artifact_delta and event.content is not None and event.content.parts:
-        # As ADK: its web UI renders artifacts from an action-only event, so an event with
-        # both content and an artifact delta goes out as two, content first.
-        actions: dict[str, Any] = {**wire["actions"], "artifactDelta": {}}
-        content_only = {**wire, "actions": actions}
-        action_only = {k: v for k, v in wire.items() if k != "content"}
-        return [sse(dumps(content_only)), sse(dumps(action_only))]
-    return [sse(dumps(wire))]
 
 
 @router.post(
@@ -491,10 +479,11 @@ def _adk_frames(event: Event) -> list[bytes]:
         }
     },
 )
-async def run_sse(body: RunAgentRequest, request: Request) -> Response:
-    """Run one invocation and stream its events (partial ones too with `streaming`).
-    Without `newMessage` it resumes the session's interrupted invocation (422 if none)."""
+async def run_sse(body: DetachedRunRequest, request: Request) -> Response:
+    """Run one invocation and stream its events (partial ones too with `streaming`); each
+    frame's `id:` lets a client rejoin the run (`…/runs/{runId}/stream`). Without
+    `newMessage` it resumes the session's interrupted invocation (422 if none)."""
     state = server_state(request)
     await require_message(state, caller(request), body)
     started = await start_run(state, caller(request), body)
-    return await open_stream(started.records(), _adk_frames, release=started.release)
+    return await respond(state, started, "adk", background=body.background)

@@ -12,7 +12,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from rondo._version import __version__
 from rondo.errors import ConfigurationError
-from rondo.server import adk_routes, front_end, native_routes, traces
+from rondo.server import adk_routes, front_end, native_routes, run_routes, traces
 from rondo.server.a2a_root import a2a_root_card_routes
 from rondo.server.auth import TokenAuth, TokenMiddleware, load_tokens
 from rondo.server.discovery import AppRegistry
@@ -113,6 +113,7 @@ def create_app(
                 async with mcp_endpoint.running():
                     yield
         finally:
+            await state.detached.close()
             await state.claims.close()
             if a2a_apps is not None:
                 await a2a_apps.aclose()
@@ -132,7 +133,13 @@ def create_app(
     install_error_handlers(app)
     # The routes join the app's own list: `include_router` would wrap each router in a
     # matching layer of its own, a hundred-odd Python calls on every request.
-    for router in (adk_routes.router, native_routes.router, traces.router, *front_end.routers()):
+    for router in (
+        adk_routes.router,
+        native_routes.router,
+        run_routes.router,
+        traces.router,
+        *front_end.routers(),
+    ):
         app.router.routes.extend(router.routes)
     # Starlette tries routes in order: the run routes and the session routes, which every run
     # requests, go first. No other path overlaps theirs, so matching results are unchanged.

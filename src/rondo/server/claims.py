@@ -14,6 +14,11 @@ Releasing never fails the run: when the store is down at that moment (the run it
 likely failed for it), the claim is freed here at once and its row is deleted in the
 background as soon as the store answers again, so the session is not busy for the rest of
 `CLAIM_TTL` once the store is back, and the stream still ends with its error event (issue 26).
+
+While it holds claims on a shared store, a server also listens on `CANCEL_CHANNEL` (one
+connection of its own, LISTEN/NOTIFY): another replica asks there to stop a run this one runs
+(`rondo.server.run_control`). Only the holder of a session's claim can be running its run, so
+a notice reaches the right process without any address.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from rondo.server.errors import NotFoundError, RunInProgressError
 from rondo.server.streams import ActiveRuns
 from rondo.sessions.base import BaseSessionService, check_ids
 
-__all__ = ["CLAIM_TTL", "SessionClaims"]
+__all__ = ["CANCEL_CHANNEL", "CLAIM_TTL", "SessionClaims"]
 
 logger = logging.getLogger("rondo.server")
 
@@ -38,6 +43,9 @@ CLAIM_TTL = 30.0
 # A release the store refused is tried again after these waits (the last one repeats), until
 # it succeeds or the claim has lapsed anyway.
 _RETRY_WAITS = (0.2, 0.5, 1.0, 2.0)
+
+# Where replicas ask each other to stop a run (SPEC W7).
+CANCEL_CHANNEL = "rondo_run_cancel"
 
 BUSY = (
     "session {sid!r} is busy: another run on it has not finished (perhaps on another server); "
@@ -56,6 +64,10 @@ class SessionClaims:
         self._held: set[str] = set()  # the owner tokens of this server's store claims
         self._renewal: asyncio.Task[None] | None = None
         self._retries: set[asyncio.Task[None]] = set()  # releases waiting for the store
+        # Called with the payload of each notice on CANCEL_CHANNEL (set by the server state).
+        self.on_cancel_notice: Callable[[str], None] | None = None
+        self._listening: Callable[[], Awaitable[None]] | None = None
+        self._listen_lock = asyncio.Lock()
 
     async def take(self, app_name: str, user_id: str, session_id: str) -> Release:
         """Claim the session; returns its (idempotent) release. `RunInProgressError` if busy;
@@ -71,6 +83,12 @@ class SessionClaims:
 
             return release_here
         ids = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
+        if self._listening is None and self.on_cancel_notice is not None:
+            try:
+                await self._listen()
+            except BaseException:
+                local()
+                raise
         owner = uuid.uuid4().hex
         try:
             taken = await store.claim_run(**ids, owner=owner, ttl=CLAIM_TTL)
@@ -119,6 +137,15 @@ class SessionClaims:
             logger.info("released the claim on session %r", ids["session_id"])
             return
 
+    async def _listen(self) -> None:
+        async with self._listen_lock:
+            if self._listening is None and self.on_cancel_notice is not None:
+                self._listening = await self._store.listen(CANCEL_CHANNEL, self._notice)
+
+    def _notice(self, payload: str) -> None:
+        if self.on_cancel_notice is not None:
+            self.on_cancel_notice(payload)
+
     async def _renew(self) -> None:
         while True:
             await asyncio.sleep(CLAIM_TTL / 3)
@@ -132,6 +159,10 @@ class SessionClaims:
     async def close(self) -> None:
         for task in list(self._retries):
             task.cancel()
+        if self._listening is not None:
+            stop, self._listening = self._listening, None
+            with contextlib.suppress(Exception):
+                await stop()
         if self._renewal is not None:
             self._renewal.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -16,14 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from rondo.events import PendingCall
-from rondo.lifecycle import to_json
 from rondo.server.adk_routes import require_message
 from rondo.server.auth import caller, owner
-from rondo.server.errors import BadRequestError, NotFoundError, SafeRoute, stream_error
-from rondo.server.runs import start_run
+from rondo.server.errors import BadRequestError, NotFoundError, SafeRoute
+from rondo.server.runs import DetachedRunRequest, respond, start_run
 from rondo.server.state import ServerState, server_state
-from rondo.server.streams import dumps, open_stream
-from rondo.server.wire import RunAgentRequest, WireFunctionCall, part_json
+from rondo.server.streams import dumps
+from rondo.server.wire import WireFunctionCall, part_json
 from rondo.types import Content, Part
 
 __all__ = ["LifecycleRunRequest", "PendingDecision", "WirePendingCall", "pending_json", "router"]
@@ -42,7 +41,7 @@ _STREAM_DOC: dict[int | str, dict[str, Any]] = {
 }
 
 
-class LifecycleRunRequest(RunAgentRequest):
+class LifecycleRunRequest(DetachedRunRequest):
     """`/run_sse`'s body; here `streaming` defaults to true (token-by-token `reason_delta`)."""
 
     streaming: bool = Field(
@@ -60,21 +59,17 @@ class PendingDecision(BaseModel):
     delivers `observation`.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     decision: Literal["approve", "reject", "skip"]
     comment: str | None = None
     observation: Any = None
     result: Any = None
     streaming: bool = Field(default=True, description="Stream the model's output, as above.")
-
-
-def _lifecycle_frames(event: Any) -> list[bytes]:
-    return [b"data: " + to_json(event).encode() + b"\n\n"]
-
-
-def _lifecycle_error(exc: BaseException) -> dict[str, Any]:
-    return {"type": "error", **stream_error(exc)}
+    background: bool = Field(default=False, description="Answer 202 `{runId}` at once.")
+    on_disconnect: Literal["continue", "cancel"] = Field(
+        default="continue", alias="onDisconnect", description="As on `/run_lifecycle`."
+    )
 
 
 @router.post("/run_lifecycle", response_class=Response, responses=_STREAM_DOC)
@@ -84,12 +79,7 @@ async def run_lifecycle(body: LifecycleRunRequest, request: Request) -> Response
     state = server_state(request)
     await require_message(state, caller(request), body)
     started = await start_run(state, caller(request), body)
-    return await open_stream(
-        started.lifecycle(),
-        _lifecycle_frames,
-        release=started.release,
-        error_payload=_lifecycle_error,
-    )
+    return await respond(state, started, "lifecycle", background=body.background)
 
 
 async def _pending(
@@ -193,13 +183,12 @@ async def decide_pending(
     if call is None:
         raise NotFoundError(f"no pending call {call_id!r} in session {session_id!r}")
     resume = LifecycleRunRequest(
-        app_name=app_name, user_id=user_id, session_id=session_id, streaming=body.streaming
+        app_name=app_name,
+        user_id=user_id,
+        session_id=session_id,
+        streaming=body.streaming,
+        on_disconnect=body.on_disconnect,
     )
     message = Content(role="user", parts=[answer(call, body)])
     started = await start_run(state, caller(request), resume, message=message)
-    return await open_stream(
-        started.lifecycle(),
-        _lifecycle_frames,
-        release=started.release,
-        error_payload=_lifecycle_error,
-    )
+    return await respond(state, started, "lifecycle", background=body.background)

@@ -1,31 +1,99 @@
-"""Starting a run for a request: the checks every run route makes, in one order.
+"""Runs that outlive their request (SPEC W7): start a run detached, subscribe to its frames.
 
-App named (400) → caller may act as the body's user (403) → app exists (404) → session
-exists (404; google-adk does not create it on a run either) → no other run on it here (409)
-→ no other run on it in any replica sharing the store (409, SPEC W5).
+Starting a run makes the checks every run route makes, in one order: app named (400) →
+caller may act as the body's user (403) → app exists (404) → session exists (404; google-adk
+does not create it on a run either) → no other run on it here or on any replica sharing the
+store (409, SPEC W5; `multitask` says what to do instead). The claim (`rondo.server.claims`)
+is held from before the run's first append until the run ends.
 
-The last two are one claim (`rondo.server.claims`), held from before the run's first append
-until it ends and freed before its response ends: a client that read the whole answer can send
-its next message to any replica.
+Then the run belongs to the server, not to the request: a `DetachedRun` is an asyncio task
+that owns the runner's iterator, keeps every item it yields (records and lifecycle events)
+in a journal and wakes its subscribers. A client that goes away only ends its subscription;
+the run goes on and stores its records as usual — unless it asked `onDisconnect: "cancel"`.
+
+The API other faces build on (AG-UI, AI SDK, OpenAI-compatible projections):
+
+    run_request = await start_run(state, who, body)        # checks + claim
+    run = await launch(state, run_request, observe=True)   # detached; raises a refusal (4xx)
+    async for frame_id, item in run.items(after=None):     # journal, then the live tail
+        ...                                                # records and lifecycle events
+    run.cancel("why")                                      # stop at the next stop point
+
+`run.subscribe(fmt, after)` is the same as SSE bytes with ids (`rondo.server.frames`);
+`state.detached.get(app, user, session, run_id)` finds a run this process runs or ran lately.
+
+A deliberate stop (`cancel`) is written to the log: each call it cut gets a stored answer
+naming the cancellation, then a `CANCELLED` marker record (`rondo.sessions.run_log`), so the
+next message never re-runs a cut call and the run's status reads `cancelled` on any replica.
+A server that stops (or dies) writes nothing: SPEC G2's synthetic answer and D1's resume cover
+that case.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+from starlette.responses import Response
 
 from rondo.events import Event
+from rondo.lifecycle import RunEnd
 from rondo.run_config import RunConfig
 from rondo.runner import Runner
 from rondo.server.auth import authorize, check_shared_state
 from rondo.server.errors import BadRequestError, NotFoundError
-from rondo.server.state import ServerState
+from rondo.server.frames import Format, FrameId, Numbering
+from rondo.server.multitask import Multitask, take_with
+from rondo.server.streams import REFUSALS, dumps, event_stream
 from rondo.server.wire import RunAgentRequest
-from rondo.types import Content
+from rondo.sessions.run_log import CANCELLED, RunStatus, cut_calls, run_records
+from rondo.types import Content, FunctionResponse, Part
 
-__all__ = ["RunRequest", "collect", "start_run"]
+if TYPE_CHECKING:
+    from rondo.server.state import ServerState
+
+__all__ = [
+    "DetachedRun",
+    "DetachedRunRequest",
+    "RunRegistry",
+    "RunRequest",
+    "collect",
+    "launch",
+    "respond",
+    "start_run",
+]
+
+logger = logging.getLogger("rondo.server")
+
+
+class DetachedRunRequest(RunAgentRequest):
+    """A run route's body: google-adk's fields, and rondo's for runs that outlive the
+    request (ADK clients do not send them; they change nothing when absent)."""
+
+    background: bool = Field(
+        default=False,
+        description="Answer 202 `{runId}` at once; stream the run later from "
+        "`…/sessions/{id}/runs/{runId}/stream`.",
+    )
+    on_disconnect: Literal["continue", "cancel"] = Field(
+        default="continue",
+        description="What a client that leaves mid-run does to it: nothing (it goes on and "
+        "stores its records), or stop it at its next stop point.",
+    )
+    multitask: Multitask = Field(
+        default="reject",
+        description="When another run holds the session: refuse (409), wait for it (in "
+        "arrival order, in this server's memory: a restart drops a waiting message, nothing "
+        "of it stored), or stop it and keep what it finished (`interrupt`).",
+    )
 
 
 @dataclass
@@ -33,29 +101,23 @@ class RunRequest:
     """A checked run request: its runner, its message, and how to free its session."""
 
     runner: Runner
+    app_name: str
     user_id: str
     session_id: str
     message: Content | None
     state_delta: dict[str, Any] | None
     config: RunConfig
     release: Callable[[], Awaitable[None]]
+    on_disconnect: str = "continue"
 
-    def records(self) -> AsyncGenerator[Event, None]:
-        return self.runner.run_async(
-            user_id=self.user_id,
-            session_id=self.session_id,
-            new_message=self.message,
-            run_config=self.config,
-            state_delta=self.state_delta,
-        )
-
-    def lifecycle(self) -> AsyncGenerator[Any, None]:
-        return self.runner.stream_async(
-            user_id=self.user_id,
-            session_id=self.session_id,
-            new_message=self.message,
-            run_config=self.config,
-            state_delta=self.state_delta,
+    def execute(self, observe: bool) -> AsyncGenerator[Any, None]:
+        return self.runner.execute(
+            self.user_id,
+            self.session_id,
+            self.message,
+            self.config,
+            self.state_delta,
+            observe=observe,
         )
 
 
@@ -70,7 +132,7 @@ async def start_run(
     *,
     message: Content | None = None,
 ) -> RunRequest:
-    """Check `body` and claim its session; the caller must call `release` when done."""
+    """Check `body` and claim its session; the run (or the caller) must `release` it."""
     if not body.app_name:
         raise BadRequestError("appName is required: the app (folder of AGENTS_DIR) to run")
     authorize(who, body.user_id)
@@ -87,24 +149,369 @@ async def start_run(
         )
         if session is None:
             raise NotFoundError(f"Session not found: {body.session_id}")
-    release = await state.claims.take(body.app_name, body.user_id, body.session_id)
+    multitask: Multitask = getattr(body, "multitask", "reject")
+    key = (body.app_name, body.user_id, body.session_id)
+    if multitask == "reject":
+        release = await state.claims.take(*key)
+    else:
+        release = await take_with(state, key, multitask)
     if message is None and body.new_message is not None:
         message = body.new_message.to_content()
     return RunRequest(
         runner=runner,
+        app_name=body.app_name,
         user_id=body.user_id,
         session_id=body.session_id,
         message=message,
         state_delta=body.state_delta,
         config=_STREAMING if body.streaming else _PLAIN,
         release=release,
+        on_disconnect=getattr(body, "on_disconnect", "continue"),
     )
 
 
-async def collect(run: RunRequest) -> list[Event]:
-    """Run to the end and return its records (for `/run`)."""
+async def collect(state: ServerState, request: RunRequest) -> list[Event]:
+    """Run to the end and return its records (for `/run`); the run is detached like the
+    streamed ones, so a client that leaves does not cut it short."""
+    run = await launch(state, request, observe=False)
+    records = [item async for _, item in run.items() if isinstance(item, Event)]
+    if run.error is not None:
+        raise run.error
+    return records
+
+
+def _may_continue_a_run(message: Content | None) -> bool:
+    """Whether the runner may continue an existing run with this message (then the run's
+    earlier records are counted from the log): none, or only answers to calls."""
+    if message is None:
+        return True
+    parts = message.parts
+    return bool(parts) and all(p.function_response is not None for p in parts)
+
+
+@dataclass(eq=False)
+class DetachedRun:
+    """One run, driven by a task of the server (see the module docstring)."""
+
+    request: RunRequest
+    observe: bool
+    format: Format
+    root_name: str
+    run_id: str = ""
+    started_at: float = field(default_factory=time.time)
+    error: BaseException | None = None
+    stop_reason: str | None = None
+    done: bool = False
+    base: int = 0  # the ordinal of the run's last record before its first item
+    _items: list[Any] = field(default_factory=list[Any])
+    _invocations: dict[str, None] = field(default_factory=dict[str, None])
+    # Subscribers waiting for the next item: a future each, made only when one waits.
+    _waiting: list[asyncio.Future[None]] = field(default_factory=list[asyncio.Future[None]])
+    _first: asyncio.Event = field(default_factory=asyncio.Event)
+    _task: asyncio.Task[None] | None = None
+    # The same run's earlier invocation on this server (it paused, this one resumes it).
+    previous: DetachedRun | None = None
+    on_done: Callable[[DetachedRun], None] | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        r = self.request
+        return (r.app_name, r.user_id, r.session_id)
+
+    @property
+    def status(self) -> RunStatus | None:
+        """`running`, `failed`, `cancelled`; None when the log tells the rest."""
+        if not self.done:
+            return "running"
+        if self.stop_reason is not None:
+            return "cancelled"
+        return "failed" if self.error is not None else None
+
+    def last_frame_id(self) -> FrameId | None:
+        """The id of the last frame in the run's own format (for the status route)."""
+        numbering = Numbering(self.format, self.base)
+        for item in self._items:
+            numbering.advance(item)
+        return numbering.last
+
+    # -- driving ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._drive())
+
+    async def _drive(self) -> None:
+        try:
+            async with aclosing(self.request.execute(self.observe)) as items:
+                async for item in items:
+                    if not self._items and not self._first.is_set():
+                        await self._begin(item)
+                    self._publish(item)
+        except asyncio.CancelledError:
+            if self.stop_reason is None:
+                raise
+        except Exception as exc:
+            self.error = exc
+        finally:
+            try:
+                if self.stop_reason is not None and self.run_id:
+                    await asyncio.shield(self._record_stop(self.stop_reason))
+            finally:
+                try:
+                    await self.request.release()  # shields its store call itself
+                except Exception as exc:  # the claim lapses by itself (CLAIM_TTL)
+                    logger.warning("freeing the session of run %s failed: %s", self.run_id, exc)
+                finally:
+                    # Even when freeing the claim failed (it then lapses): no subscriber
+                    # may wait for a run that has ended.
+                    self._end()
+
+    def _end(self) -> None:
+        self.done = True
+        if self.on_done is not None:
+            self.on_done(self)
+        self._first.set()
+        self._wake()
+
+    async def _begin(self, item: Any) -> None:
+        """The first item: the run's id, and where its frame numbering starts."""
+        self.run_id = getattr(item, "run_id", "") or ""
+        request = self.request
+        if _may_continue_a_run(request.message):
+            store = request.runner.session_service
+            session = await store.get_session(
+                app_name=request.app_name, user_id=request.user_id, session_id=request.session_id
+            )
+            stored = (
+                0 if session is None else sum(1 for _ in run_records(session.events, self.run_id))
+            )
+            self.base = stored - (1 if isinstance(item, Event) and not item.partial else 0)
+        else:
+            self.base = 1  # the user's message is the new run's first record
+        self._first.set()
+
+    def _publish(self, item: Any) -> None:
+        self._items.append(item)
+        invocation: str = item.invocation_id
+        if invocation and invocation not in self._invocations:
+            self._invocations[invocation] = None
+        if self._waiting:
+            self._wake()
+
+    def _wake(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        for future in waiting:
+            if not future.done():
+                future.set_result(None)
+
+    async def _next(self) -> None:
+        """Wait until an item is published or the run ends."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(future)
+        await future
+
+    async def _record_stop(self, reason: str) -> None:
+        """Store an answer for every call the stop cut, then the `CANCELLED` marker."""
+        request = self.request
+        store = request.runner.session_service
+        try:
+            session = await store.get_session(
+                app_name=request.app_name, user_id=request.user_id, session_id=request.session_id
+            )
+            if session is None:
+                return
+            for invocation in self._invocations or {"": None}:
+                cut = cut_calls(session.events, invocation) if invocation else []
+                by_author: dict[str, list[Part]] = {}
+                for author, call in cut:
+                    answer = {"error": f"cancelled: {reason}; the call did not finish"}
+                    by_author.setdefault(author, []).append(
+                        Part(
+                            function_response=FunctionResponse(
+                                name=call.name, id=call.id, response=answer
+                            )
+                        )
+                    )
+                for author, parts in by_author.items():
+                    answered = Event(
+                        author=author,
+                        invocation_id=invocation,
+                        run_id=self.run_id,
+                        content=Content(role="user", parts=parts),
+                    )
+                    self._publish(await store.append_event(session, answered))
+            last_invocation = next(reversed(self._invocations), "")
+            marker = Event(
+                author=self.root_name,
+                invocation_id=last_invocation,
+                run_id=self.run_id,
+                error_code=CANCELLED,
+                error_message=f"the run was cancelled: {reason}",
+            )
+            self._publish(await store.append_event(session, marker))
+            if self.observe:
+                self._publish(
+                    RunEnd(
+                        run_id=self.run_id,
+                        invocation_id=last_invocation,
+                        agent_name=self.root_name,
+                        is_abnormal=True,
+                        error=f"cancelled: {reason}",
+                    )
+                )
+        except Exception as exc:  # the stop itself stands; only its record is missing
+            logger.warning("recording the cancellation of run %s failed: %s", self.run_id, exc)
+
+    def cancel(self, reason: str) -> bool:
+        """Stop the run at its next stop point (SPEC R7); False if it already ended."""
+        if self.done or self._task is None:
+            return False
+        if self.stop_reason is None:
+            self.stop_reason = reason
+            self._task.cancel()
+        return True
+
+    async def wait(self) -> None:
+        if self._task is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(self._task)
+
+    async def started(self) -> None:
+        """Wait for the run's first item (or its end before one)."""
+        await self._first.wait()
+
+    # -- subscribing ------------------------------------------------------------------------
+
+    async def items(self, after: int = 0) -> AsyncIterator[tuple[int, Any]]:
+        """`(index, item)` of the journal from `after` on, then live until the run ends."""
+        i = after
+        while True:
+            items = self._items
+            while i < len(items):
+                yield i, items[i]
+                i += 1
+            if self.done:
+                return
+            await self._next()
+
+    async def subscribe(
+        self, fmt: Format, after: FrameId | None = None, *, earlier: bool = False
+    ) -> AsyncGenerator[bytes, None]:
+        """This invocation's SSE frames in `fmt` after the frame `after` (all without), live
+        to the end — with `earlier`, those of the run's earlier invocations on this server
+        first; a failed run's stream ends with an error frame."""
+        if fmt == "lifecycle" and not self.observe:
+            raise BadRequestError(
+                "this run was started on /run_sse, which does not build lifecycle events: "
+                "rejoin it with ?format=adk"
+            )
+        if earlier and self.previous is not None:  # the run's frames from before its pause
+            async for frame in self.previous.subscribe(fmt, after, earlier=True):
+                yield frame
+        numbering = Numbering(fmt, self.base)
+        i = 0
+        while True:
+            items = self._items
+            while i < len(items):
+                for frame_id, _partial, frame in numbering.frames(items[i]):
+                    if after is None or frame_id > after:
+                        yield frame
+                i += 1
+            if self.done:
+                break
+            await self._next()
+        if self.error is not None:
+            yield numbering.error(self.error)
+
+
+class RunRegistry:
+    """The runs this process runs, and the ones it ran lately (for rejoin and status)."""
+
+    KEEP = 256  # finished runs kept for rejoins on this process (the log keeps the rest)
+
+    def __init__(self) -> None:
+        self._runs: OrderedDict[tuple[str, str, str, str], DetachedRun] = OrderedDict()
+        self._current: dict[tuple[str, str, str], DetachedRun] = {}
+
+    def add(self, run: DetachedRun) -> None:
+        key = (*run.key, run.run_id)
+        run.previous = self._runs.pop(key, None)
+        self._runs[key] = run
+        self._current[run.key] = run
+        run.on_done = self._ended
+        if run.done:
+            self._ended(run)
+        if len(self._runs) > self.KEEP:
+            ended = [k for k, r in self._runs.items() if r.done]
+            for k in ended[: len(self._runs) - self.KEEP]:
+                del self._runs[k]
+
+    def _ended(self, run: DetachedRun) -> None:
+        if self._current.get(run.key) is run:
+            del self._current[run.key]
+
+    def get(self, app_name: str, user_id: str, session_id: str, run_id: str) -> DetachedRun | None:
+        return self._runs.get((app_name, user_id, session_id, run_id))
+
+    def current(self, app_name: str, user_id: str, session_id: str) -> DetachedRun | None:
+        """The session's run going on in this process, if any."""
+        run = self._current.get((app_name, user_id, session_id))
+        return run if run is not None and not run.done else None
+
+    def of_session(self, key: tuple[str, str, str]) -> list[DetachedRun]:
+        return [run for k, run in self._runs.items() if k[:3] == key]
+
+    async def close(self) -> None:
+        """The server stops: runs end as in a crash (nothing written; D1 resumes them)."""
+        running = [run for run in self._runs.values() if not run.done and run._task]  # pyright: ignore[reportPrivateUsage]
+        for run in running:
+            assert run._task is not None  # pyright: ignore[reportPrivateUsage]
+            run._task.cancel()  # pyright: ignore[reportPrivateUsage]
+        for run in running:
+            await run.wait()
+
+
+async def launch(
+    state: ServerState, request: RunRequest, *, observe: bool, fmt: Format | None = None
+) -> DetachedRun:
+    """Start `request` as a detached run and wait for its first item. A run that cannot
+    start (a refusal: gone session, busy session…) raises its error; one that fails later
+    is a run with `error` set."""
+    root = request.runner.agent.name
+    run = DetachedRun(
+        request=request,
+        observe=observe,
+        format=fmt or ("lifecycle" if observe else "adk"),
+        root_name=root,
+    )
+    run.start()
     try:
-        async with aclosing(run.records()) as records:
-            return [event async for event in records]
-    finally:
-        await run.release()
+        await run.started()
+    except BaseException:
+        run.cancel("the request was cancelled before the run started")
+        raise
+    if run.run_id:
+        state.detached.add(run)
+    elif run.error is not None and isinstance(run.error, REFUSALS):
+        raise run.error
+    return run
+
+
+async def respond(
+    state: ServerState, request: RunRequest, fmt: Format, *, background: bool = False
+) -> Response:
+    """A run route's answer: the run's SSE stream in `fmt`, or with `background` a 202
+    `{"runId": ...}` as soon as the run has started (it then runs with the lifecycle view
+    built, so it can be streamed in either format)."""
+    run = await launch(state, request, observe=background or fmt == "lifecycle", fmt=fmt)
+    if background:
+        if not run.run_id and run.error is not None:
+            raise run.error
+        body = {"runId": run.run_id, "sessionId": request.session_id, "status": "running"}
+        return Response(dumps(body), status_code=202, media_type="application/json")
+
+    def leave() -> None:
+        if not run.done:
+            run.cancel("the client disconnected")
+
+    on_leave = leave if request.on_disconnect == "cancel" else None
+    return event_stream(run.subscribe(fmt), on_leave=on_leave)

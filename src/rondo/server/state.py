@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 from fastapi import Request
 
 from rondo.server.claims import SessionClaims
+from rondo.server.run_control import cancel_notice
+from rondo.server.runs import RunRegistry
 from rondo.server.streams import ActiveRuns
 
 if TYPE_CHECKING:
@@ -28,6 +30,8 @@ class ServerState:
     auth: TokenAuth | None = None
     runs: ActiveRuns = field(default_factory=ActiveRuns)
     claims: SessionClaims = field(init=False)
+    # The runs this process drives (detached from their requests, SPEC W7).
+    detached: RunRegistry = field(default_factory=RunRegistry)
     # ADK's dev UI asks for telemetry consent; rondo sends none and only remembers the answer.
     telemetry_consent: bool = False
     # Where the trace routes find spans (SPEC O2); None when the server keeps none.
@@ -35,6 +39,7 @@ class ServerState:
 
     def __post_init__(self) -> None:
         self.claims = SessionClaims(self.sessions, self.runs)
+        self.claims.on_cancel_notice = lambda payload: cancel_notice(self, payload)
 
 
 def server_state(request: Request) -> ServerState:

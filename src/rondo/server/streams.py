@@ -1,17 +1,18 @@
-"""Runs as Server-Sent Events, and one run per session at a time (SPEC W1, W2, W3).
+"""Runs as Server-Sent Events, and one run per session at a time (SPEC W1, W2, W3, W7).
 
-A stream is opened by taking its first item before any byte is sent: a request that cannot
-run (a session another run is using, a session that is gone) still gets a plain 4xx answer.
-After that every item is one `data: <json>` line and a blank line, as google-adk frames them;
-a run that fails later ends its stream with one error event, never with a dropped
-connection. Whatever way the stream ends — finished, failed, or the client went away — the
-run's generator is closed and the session is free again.
+A stream is opened once its run has its first item, before any byte is sent: a request that
+cannot run (a session another run is using, a session that is gone) still gets a plain 4xx
+answer. After that every frame is an `id:` line and one `data: <json>` line, then a blank
+line (google-adk's framing plus the SSE id a client rejoins with); a run that fails later
+ends its stream with one error frame, never with a dropped connection. The stream is only a
+subscription: a client that goes away leaves the run going (`rondo.server.runs`), unless it
+asked to stop it then (`onDisconnect: "cancel"`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from typing import Any
 
 import pydantic_core
@@ -20,16 +21,16 @@ from starlette.types import Receive, Scope, Send
 
 from rondo.errors import InvalidMessageError, SessionNotFoundError, StaleSessionError
 from rondo.server.discovery import AppNotFoundError
-from rondo.server.errors import BadRequestError, NotFoundError, RunInProgressError, stream_error
+from rondo.server.errors import BadRequestError, NotFoundError, RunInProgressError
 
-__all__ = ["ActiveRuns", "Frames", "dumps", "open_stream", "sse"]
+__all__ = ["REFUSALS", "ActiveRuns", "Frames", "dumps", "event_stream", "sse"]
 
 logger = logging.getLogger("rondo.server")
 
 Frames = Callable[[Any], Iterable[bytes]]
 
 # Errors that mean "this request cannot run": answered with a status while still possible.
-_REFUSALS = (
+REFUSALS = (
     StaleSessionError,
     RunInProgressError,
     SessionNotFoundError,
@@ -77,82 +78,28 @@ class ActiveRuns:
         return len(self._busy)
 
 
-class _RunStream(StreamingResponse):
-    """A streaming response that always runs its clean-up, even if never iterated."""
+class _Subscription(StreamingResponse):
+    """An SSE subscription to a run; `on_leave` runs when the response ends, however."""
 
     def __init__(
-        self, chunks: AsyncGenerator[bytes, None], cleanup: Callable[[], Awaitable[None]]
+        self, frames: AsyncGenerator[bytes, None], on_leave: Callable[[], object] | None
     ) -> None:
-        super().__init__(chunks, media_type="text/event-stream", headers=_HEADERS)
-        self._chunks = chunks
-        self._cleanup = cleanup
+        super().__init__(frames, media_type="text/event-stream", headers=_HEADERS)
+        self._frames = frames
+        self._on_leave = on_leave
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)
         finally:
-            await self._chunks.aclose()
-            await self._cleanup()
+            await self._frames.aclose()
+            if self._on_leave is not None:
+                self._on_leave()
 
 
-async def open_stream(
-    items: AsyncGenerator[Any, None],
-    frames: Frames,
-    *,
-    release: Callable[[], Awaitable[None]],
-    error_payload: Callable[[BaseException], dict[str, Any]] = stream_error,
+def event_stream(
+    frames: AsyncGenerator[bytes, None], *, on_leave: Callable[[], object] | None = None
 ) -> Response:
-    """Start `items` and answer with their SSE stream (or with the error that stops them)."""
-    closed = False
-
-    async def cleanup() -> None:
-        nonlocal closed
-        if closed:
-            return
-        closed = True
-        try:
-            await items.aclose()
-        finally:
-            await release()
-
-    try:
-        first = await anext(items)
-    except StopAsyncIteration:
-        await cleanup()
-        return StreamingResponse(_empty(), media_type="text/event-stream", headers=_HEADERS)
-    except _REFUSALS:
-        await cleanup()
-        raise
-    except Exception as exc:
-        # Like ADK: the run was accepted, so its failure is the stream's one event.
-        await cleanup()
-        return Response(
-            sse(dumps(error_payload(exc))), media_type="text/event-stream", headers=_HEADERS
-        )
-    except BaseException:
-        await cleanup()
-        raise
-
-    async def chunks() -> AsyncGenerator[bytes, None]:
-        try:
-            for chunk in frames(first):
-                yield chunk
-            async for item in items:
-                for chunk in frames(item):
-                    yield chunk
-        except Exception as exc:
-            last = sse(dumps(error_payload(exc)))
-        else:
-            last = b""
-        # The session is freed before the response ends: a client that read the whole answer
-        # may send its next message to any replica at once.
-        await cleanup()
-        if last:
-            yield last
-
-    return _RunStream(chunks(), cleanup)
-
-
-async def _empty() -> AsyncGenerator[bytes, None]:
-    return
-    yield b""  # pragma: no cover - makes this an async generator
+    """Answer with `frames` as an SSE stream; `on_leave` is called when the response ends
+    (a client that read to the end, or one that left)."""
+    return _Subscription(frames, on_leave)

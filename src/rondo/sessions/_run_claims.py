@@ -30,6 +30,7 @@ from rondo.sessions.base import ClaimResult
 __all__ = ["RunClaims"]
 
 _LOCK = Sql("SELECT pg_advisory_xact_lock(:key)")
+_NOTIFY = Sql("SELECT pg_notify(:channel, :payload)")
 
 
 class RunClaims:
@@ -66,6 +67,10 @@ class RunClaims:
             "WHERE owner = ANY(:owners::varchar[])"
         )
         self._release = Sql(f"DELETE FROM {table} WHERE {where}")
+        self._held = Sql(
+            f"SELECT 1 FROM {table} WHERE app_name = :app AND user_id = :user "
+            "AND session_id = :sid AND expires_at > now()"
+        )
         self._lock_key = zlib.crc32(table.encode())
         self._ready = False
         self._creating = asyncio.Lock()
@@ -106,6 +111,18 @@ class RunClaims:
         values = _values(key, owner, 0.0)
         del values["ttl"]
         await self._db.write(partial(_execute, stmt=self._release, values=values), single=True)
+
+    async def held(self, key: tuple[str, str, str]) -> bool:
+        """Whether a live claim holds the session."""
+        await self._table()
+        app, user, sid = key
+        values: dict[str, Any] = {"app": app, "user": user, "sid": sid}
+        return bool(await self._db.read(partial(_fetch, stmt=self._held, values=values)))
+
+    async def notify(self, channel: str, payload: str) -> None:
+        """`pg_notify`: delivered to every connection listening on `channel`, on commit."""
+        values: dict[str, Any] = {"channel": channel, "payload": payload}
+        await self._db.write(partial(_fetch, stmt=_NOTIFY, values=values), single=True)
 
 
 def _values(key: tuple[str, str, str], owner: str, ttl: float) -> dict[str, Any]:

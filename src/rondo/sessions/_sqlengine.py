@@ -237,6 +237,12 @@ class Database(abc.ABC):
     async def close(self) -> None:
         """Release connections and threads (closing twice is fine)."""
 
+    async def listen(
+        self, channel: str, callback: Callable[[str], None]
+    ) -> Callable[[], Awaitable[None]]:
+        """Call `callback(payload)` for each notice on `channel` (PostgreSQL only)."""
+        raise ConfigurationError("notices between processes need PostgreSQL")
+
 
 def open_database(
     url: str | URL | os.PathLike[str],
@@ -590,6 +596,26 @@ class _Postgres(Database):
             if unavailable is None:
                 raise
             raise unavailable from exc
+
+    async def listen(
+        self, channel: str, callback: Callable[[str], None]
+    ) -> Callable[[], Awaitable[None]]:
+        """LISTEN on a connection of its own (a pooled one would carry the LISTEN to other
+        work); returns how to stop."""
+        import asyncpg  # pyright: ignore[reportMissingTypeStubs]
+
+        connect: Any = asyncpg.connect  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        conn: Any = await connect(self._dsn, **self._connect_args)  # pyright: ignore[reportUnknownVariableType]
+
+        def deliver(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
+            callback(payload)
+
+        await conn.add_listener(channel, deliver)
+
+        async def stop() -> None:
+            await conn.close()
+
+        return stop
 
     def _unavailable(self, exc: Exception, what: str) -> StoreUnavailableError | None:
         """A lost or refused connection as `StoreUnavailableError` (D3); anything else as is."""

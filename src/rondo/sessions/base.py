@@ -11,7 +11,7 @@ import abc
 import hashlib
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, overload
 
@@ -511,6 +511,21 @@ class BaseSessionService(abc.ABC):
         self, *, app_name: str, user_id: str, session_id: str, owner: str
     ) -> None:
         """Free the session `owner` claimed (nothing when it no longer holds it)."""
+
+    async def run_claimed(self, *, app_name: str, user_id: str, session_id: str) -> bool:
+        """Whether a live claim holds the session (a run goes on in some process). A store of
+        one process does not know: its server does (False)."""
+        return False
+
+    async def notify(self, channel: str, payload: str) -> None:  # noqa: B027 - optional hook
+        """Send `payload` to the processes listening on `channel` (shared stores only)."""
+
+    async def listen(
+        self, channel: str, callback: Callable[[str], None]
+    ) -> Callable[[], Awaitable[None]] | None:
+        """Call `callback(payload)` for each notice on `channel`; returns how to stop
+        listening, or None when the store has no notices (one process)."""
+        return None
 
 
 def now() -> float:

@@ -26,7 +26,7 @@ import json
 import os
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from sys import intern
@@ -364,6 +364,22 @@ class SqlSessionService(BaseSessionService):
     ) -> None:
         if self._claims is not None:
             await self._claims.release((app_name, user_id, session_id), owner)
+
+    async def run_claimed(self, *, app_name: str, user_id: str, session_id: str) -> bool:
+        if self._claims is None:
+            return False
+        return await self._claims.held((app_name, user_id, session_id))
+
+    async def notify(self, channel: str, payload: str) -> None:
+        if self._claims is not None:
+            await self._claims.notify(channel, payload)
+
+    async def listen(
+        self, channel: str, callback: Callable[[str], None]
+    ) -> Callable[[], Awaitable[None]] | None:
+        if self._claims is None:
+            return None
+        return await self._db.listen(channel, callback)
 
     async def _ready(self) -> None:
         await self._tables.schema.ready(self._db, migrate=self._migrate)

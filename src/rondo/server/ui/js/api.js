@@ -117,6 +117,7 @@ export class Api {
       sessionId: session,
       newMessage: { role: "user", parts: [{ text }] },
       streaming: true,
+      onDisconnect: "cancel", // Stop aborts the stream, and a run outlives its stream otherwise
     };
     return this.stream("/run_lifecycle", body, signal);
   }

@@ -1,0 +1,132 @@
+"""The frames of a run and their ids, in the two formats a run streams in (SPEC W7).
+
+A frame id is `"<n>.<k>"`: `n` is the ordinal of the run's last record at or before the frame
+(`rondo.sessions.run_log`: 1, 2, 3… over the run's records in the session log) and `k` counts
+the frames of this format since that record. In the ADK format a record's own frames are
+`n.0` (and `n.1` when google-adk's framing splits it in two); partial events follow as `n.k`.
+In the lifecycle format every lifecycle event is a frame, numbered after the record it
+follows. Ids only grow, so `Last-Event-ID` is a cursor: the frames after `n.k` are the frames
+of records after `n`, plus those of record `n` itself past `k`. Nothing is written to get an
+id — any process that reads the log numbers a run's records the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from rondo.events import Event
+from rondo.lifecycle import ReasonDelta, to_json
+from rondo.server.errors import BadRequestError, stream_error
+from rondo.server.streams import dumps, sse
+from rondo.server.wire import event_json
+
+__all__ = [
+    "Format",
+    "FrameId",
+    "Numbering",
+    "adk_payloads",
+    "error_frame",
+    "format_id",
+    "parse_id",
+]
+
+Format = Literal["adk", "lifecycle"]
+FrameId = tuple[int, int]
+
+
+def format_id(frame_id: FrameId) -> str:
+    return f"{frame_id[0]}.{frame_id[1]}"
+
+
+def parse_id(text: str) -> FrameId:
+    """A frame id as a client sends it back (`Last-Event-ID`, `?after=`)."""
+    head, dot, tail = text.strip().partition(".")
+    if not (head.isdigit() and (not dot or tail.isdigit())) or len(text) > 40:
+        raise BadRequestError(
+            f"{text[:40]!r} is not a frame id: send back the `id:` of the last frame you read "
+            "(two numbers, `7.2`)"
+        )
+    return int(head), int(tail or 0)
+
+
+def adk_payloads(event: Event) -> list[bytes]:
+    """An event as google-adk's `/run_sse` sends it: one JSON payload, or two."""
+    wire = event_json(event)
+    if _splits(event):
+        # As ADK: its web UI renders artifacts from an action-only event, so an event with
+        # both content and an artifact delta goes out as two, content first.
+        actions: dict[str, Any] = {**wire["actions"], "artifactDelta": {}}
+        content_only = {**wire, "actions": actions}
+        action_only = {k: v for k, v in wire.items() if k != "content"}
+        return [dumps(content_only), dumps(action_only)]
+    return [dumps(wire)]
+
+
+def _splits(event: Event) -> bool:
+    return bool(event.actions.artifact_delta and event.content is not None and event.content.parts)
+
+
+def _framed(frame_id: FrameId, payload: bytes) -> bytes:
+    return b"id: " + format_id(frame_id).encode() + b"\n" + sse(payload)
+
+
+class Numbering:
+    """Turns a run's items (records and lifecycle events, in the order the run produced them)
+    into one format's SSE frames with their ids; the same items always get the same ids."""
+
+    __slots__ = ("format", "k", "last", "n")
+
+    def __init__(self, fmt: Format, base: int) -> None:
+        self.format: Format = fmt
+        self.n = base  # the ordinal of the last record before the first item
+        self.k = 0
+        self.last: FrameId | None = None
+
+    def frames(self, item: Any) -> Iterable[tuple[FrameId, bool, bytes]]:
+        """`(id, partial, frame bytes)` for each frame `item` makes in this format."""
+        record = isinstance(item, Event)
+        if record and not item.partial:
+            self.n += 1
+            self.k = 0
+        if self.format == "adk":
+            if not record:
+                return ()
+            payloads = adk_payloads(item)
+            partial = item.partial
+        else:
+            if record:
+                return ()
+            payloads = [to_json(item).encode()]
+            partial = isinstance(item, ReasonDelta)
+        out: list[tuple[FrameId, bool, bytes]] = []
+        for payload in payloads:
+            frame_id = (self.n, self.k)
+            self.k += 1
+            out.append((frame_id, partial, _framed(frame_id, payload)))
+        self.last = out[-1][0]
+        return out
+
+    def advance(self, item: Any) -> None:
+        """Number `item`'s frames without encoding them (for `last`)."""
+        record = isinstance(item, Event)
+        if record and not item.partial:
+            self.n += 1
+            self.k = 0
+        if record != (self.format == "adk"):
+            return
+        count = 2 if record and _splits(item) else 1
+        self.k += count
+        self.last = (self.n, self.k - 1)
+
+    def error(self, exc: BaseException) -> bytes:
+        """The frame that ends a failed run's stream."""
+        frame_id = (self.n, self.k)
+        self.k += 1
+        self.last = frame_id
+        return _framed(frame_id, error_frame(self.format, exc))
+
+
+def error_frame(fmt: Format, exc: BaseException) -> bytes:
+    payload = stream_error(exc)
+    return dumps({"type": "error", **payload} if fmt == "lifecycle" else payload)
