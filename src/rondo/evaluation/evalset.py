@@ -13,7 +13,7 @@ Three shapes are accepted, as ADK accepts them:
   session file).
 
 Below the eval set itself, keys may be snake_case or camelCase (ADK's alias generator accepts
-both). Keys rondo does not use (`video_metadata`, rubrics, timestamps...) are ignored rather
+both). Keys rondo does not use (`video_metadata`, timestamps...) are ignored rather
 than refused, so files written by newer ADK versions still load.
 """
 
@@ -38,6 +38,8 @@ __all__ = [
     "EvalSetError",
     "ExpectedCall",
     "Invocation",
+    "Rubric",
+    "RubricContent",
     "SessionInput",
     "load_eval_set",
     "parse_eval_set",
@@ -144,6 +146,10 @@ def _to_part(part: FilePart) -> Part:
 class IntermediateData(_FileModel):
     tool_uses: list[FileFunctionCall] = Field(default_factory=list[FileFunctionCall])
     tool_responses: list[FileFunctionResponse] = Field(default_factory=list[FileFunctionResponse])
+    # ADK's (author, parts) pairs of text said on the way to the final response.
+    intermediate_responses: list[tuple[str, list[FilePart]]] = Field(
+        default_factory=list[tuple[str, list[FilePart]]]
+    )
 
 
 class InvocationEvent(_FileModel):
@@ -169,6 +175,25 @@ Intermediate = Annotated[
 ]
 
 
+class RubricContent(_FileModel):
+    """What a rubric asks of the agent, as one testable property."""
+
+    text_property: str | None = None
+
+
+class Rubric(_FileModel):
+    """A rubric of a rubric-based metric (ADK's shape): an id, a property, an optional type."""
+
+    rubric_id: str
+    rubric_content: RubricContent
+    description: str | None = None
+    type: str | None = None
+
+    @property
+    def text(self) -> str:
+        return self.rubric_content.text_property or ""
+
+
 class ExpectedCall(_FileModel):
     """One expected tool use: a name and its arguments."""
 
@@ -183,6 +208,7 @@ class Invocation(_FileModel):
     user_content: FileContent
     final_response: FileContent | None = None
     intermediate_data: Intermediate | None = None
+    rubrics: list[Rubric] | None = None
 
     def expected_calls(self) -> list[ExpectedCall]:
         """The expected tool trajectory, in order, from either intermediate-data form."""
@@ -203,6 +229,17 @@ class Invocation(_FileModel):
     def expected_text(self) -> str:
         return self.final_response.text() if self.final_response else ""
 
+    def intermediate_texts(self) -> list[str]:
+        """The text said before the final response, step by step (ADK's intermediate text)."""
+        data = self.intermediate_data
+        if isinstance(data, InvocationEvents):
+            found = [e.content.text() for e in data.invocation_events if e.content]
+        elif isinstance(data, IntermediateData):
+            found = [FileContent(parts=parts).text() for _, parts in data.intermediate_responses]
+        else:
+            found = []
+        return [text for text in found if text]
+
 
 class SessionInput(_FileModel):
     """How a case's session starts: its app, user, optional fixed id and initial state."""
@@ -220,6 +257,7 @@ class EvalCase(_FileModel):
     conversation: list[Invocation] | None = None
     conversation_scenario: dict[str, Any] | None = None
     session_input: SessionInput | None = None
+    rubrics: list[Rubric] | None = None
 
 
 class EvalSet(_FileModel):
