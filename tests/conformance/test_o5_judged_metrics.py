@@ -20,6 +20,7 @@ from typing import Any, cast
 import pytest
 
 from rondo import Agent
+from rondo.errors import ModelError
 from rondo.evaluation import EvalReport, parse_eval_config, parse_eval_set, run_eval
 from rondo.evaluation.adk_json import invocation_json
 from rondo.models import Model, ModelResponse
@@ -212,7 +213,7 @@ ANSWERS: dict[str, list[str]] = {
 def judges() -> dict[str, ScriptedModel]:
     return {
         name: ScriptedModel(
-            [RuntimeError("the judge failed") if a == "!error" else a for a in answers], name=name
+            [ModelError("the judge failed") if a == "!error" else a for a in answers], name=name
         )
         for name, answers in ANSWERS.items()
     }

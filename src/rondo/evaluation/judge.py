@@ -14,7 +14,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
-from rondo.errors import ModelNotFoundError
+from rondo.errors import ModelError, ModelNotFoundError
 from rondo.models.base import GenerateConfig, Model, ModelRequest
 from rondo.models.registry import resolve_model
 from rondo.types import Content
@@ -82,22 +82,22 @@ async def ask_judge(model: Model, prompt: str) -> str | None:
 async def sample(
     calls: Sequence[Callable[[], Awaitable[T]]], parallelism_limit: int
 ) -> list[T | BaseException]:
-    """Run the judge calls, at most `parallelism_limit` at once; a failure is kept as a value.
+    """Run the judge calls, at most `parallelism_limit` at once, results in the order of `calls`.
 
-    Results come back in the order of `calls`, whatever order they finished in.
+    A provider failure (`ModelError`) is kept as a value: as in ADK, it leaves its invocation
+    not evaluated. Anything else — a replay that diverges from its cassette, a bug — is raised.
     """
-    if parallelism_limit <= 1:
-        results: list[T | BaseException] = []
-        for call in calls:
-            try:
-                results.append(await call())
-            except Exception as exc:  # a failed sample leaves its invocation not evaluated
-                results.append(exc)
-        return results
-    gate = asyncio.Semaphore(parallelism_limit)
+    gate = asyncio.Semaphore(max(1, parallelism_limit))
 
-    async def one(call: Callable[[], Awaitable[T]]) -> T:
+    async def one(call: Callable[[], Awaitable[T]]) -> T | BaseException:
         async with gate:
-            return await call()
+            try:
+                return await call()
+            except ModelError as exc:
+                return exc
 
-    return list(await asyncio.gather(*(one(c) for c in calls), return_exceptions=True))
+    if parallelism_limit <= 1:
+        return [await one(call) for call in calls]
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(one(call)) for call in calls]
+    return [task.result() for task in tasks]

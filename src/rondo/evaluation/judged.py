@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
 
-from rondo.errors import RondoError
+from rondo.errors import ModelError, RondoError
 from rondo.evaluation.config import (
     FINAL_RESPONSE_MATCH_V2,
     HALLUCINATIONS_V1,
@@ -373,7 +373,7 @@ async def _accuracy(judge: Model, text: str, context: str) -> float | None:
                 version=PROMPT_VERSION, context=context, sentences=listed
             ),
         )
-    except Exception:  # a failed judge call leaves this text unscored, as in ADK
+    except ModelError:  # a failed judge call leaves this text unscored, as in ADK
         return None
     if labelled is None:
         return None

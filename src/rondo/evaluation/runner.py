@@ -15,8 +15,9 @@ from contextlib import aclosing
 from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
+from rondo.errors import ModelError, ModelNotFoundError
 from rondo.evaluation.config import RESPONSE_MATCH, Criterion, EvalConfig
-from rondo.evaluation.evalset import EvalCase, EvalSet, Invocation
+from rondo.evaluation.evalset import EvalCase, EvalSet, EvalSetError, Invocation
 from rondo.evaluation.judge import JudgeResolver, resolve_judge_model
 from rondo.evaluation.judged import AppDetails, judge_metric
 from rondo.evaluation.metrics import ActualInvocation, Call, Step, score_invocations
@@ -133,7 +134,9 @@ async def _judged(
 ) -> MetricResult:
     try:
         scores = await judge_metric(criterion, judge, actual, case, app)
-    except Exception as exc:  # as in ADK: a metric that cannot be judged is not evaluated
+    except (EvalSetError, ModelError, ModelNotFoundError) as exc:  # as in ADK: a metric
+        # that cannot be judged (no rubrics, no judge model) is not evaluated; anything else
+        # fails the case.
         n = len(actual)
         error = f"{type(exc).__name__}: {exc}"
         return MetricResult(criterion.metric, criterion.threshold, None, (None,) * n, error)
@@ -183,9 +186,9 @@ async def run_case(
     """Run one case on a fresh session of `service` and score it."""
     try:
         actual = await _run_conversation(agent, case, service)
+        return await _score_case(case, actual, config, judge, app_details(agent))
     except Exception as exc:  # a failing case is a result, not the end of the run
         return CaseResult(case.eval_id, error=f"{type(exc).__name__}: {exc}")
-    return await _score_case(case, actual, config, judge, app_details(agent))
 
 
 def _cached(judge: JudgeResolver) -> JudgeResolver:
