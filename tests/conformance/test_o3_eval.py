@@ -168,7 +168,7 @@ def test_o3_a_judge_model_that_cannot_be_built_is_unusable_input(
         "nobody-knows-7b",
     )
     assert code == 2
-    assert "judge model 'nobody-knows-7b' of final_response_match_v2" in err
+    assert "judge model of final_response_match_v2 'nobody-knows-7b'" in err
     assert "write it as 'provider:model'" in err
 
 

@@ -139,7 +139,11 @@ def test_user_content_with_inline_data_becomes_rondo_content() -> None:
         ),
         (
             {"eval_set_id": "x", "eval_cases": [{"eval_id": "a", "conversation_scenario": {}}]},
-            "case 'a' has a conversation_scenario",
+            "case 'a': conversation_scenario.starting_prompt must be a non-empty text",
+        ),
+        (
+            {"eval_set_id": "x", "eval_cases": [{"eval_id": "a"}]},
+            "case 'a' needs a conversation or a conversation_scenario",
         ),
         (
             [{"query": "hi", "expected_tool_use": [{"tool_input": {}}]}],

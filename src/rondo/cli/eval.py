@@ -58,19 +58,27 @@ def _load(evalset_file: str, config: str | None, session: str | None) -> tuple[E
     return eval_set, _config(config, evalset_file)
 
 
-def _judges(criteria: EvalConfig, cassette: CliCassette, override: str | None) -> dict[str, Model]:
-    """Every judge model the criteria name, built now: a judge that cannot work fails first."""
+def _judges(
+    eval_set: EvalSet, criteria: EvalConfig, cassette: CliCassette, override: str | None
+) -> dict[str, Model]:
+    """Every model the eval asks besides the agent's — the judges the criteria name, the user
+    simulator if a case has a scenario — built now: one that cannot work fails first."""
     from rondo.evaluation import resolve_judge_model
 
-    models: dict[str, Model] = {}
+    wanted: dict[str, tuple[str, str]] = {}  # configured name -> (name used, what for)
     for criterion in criteria.criteria:
-        if criterion.judge is None or criterion.judge.judge_model in models:
-            continue
-        name = override or criterion.judge.judge_model
+        if criterion.judge is not None:
+            name = criterion.judge.judge_model
+            wanted.setdefault(name, (override or name, f"judge model of {criterion.metric}"))
+    if any(case.conversation_scenario is not None for case in eval_set.eval_cases):
+        name = criteria.user_simulator.model
+        wanted.setdefault(name, (name, "user simulator model"))
+    models: dict[str, Model] = {}
+    for name, (used, role) in wanted.items():
         try:
-            models[criterion.judge.judge_model] = cassette.model(name, resolve_judge_model)
+            models[name] = cassette.model(used, resolve_judge_model)
         except RondoError as exc:
-            raise CliError(f"judge model {name!r} of {criterion.metric}: {exc}") from exc
+            raise CliError(f"{role} {used!r}: {exc}") from exc
     return models
 
 
@@ -157,7 +165,7 @@ def eval_command(
             f"[dim]{count} case{'' if count == 1 else 's'} of {escape(eval_set.eval_set_id)}; "
             f"criteria: {escape(criteria.describe())}[/]"
         )
-        judges = _judges(criteria, cassette, judge_model)
+        judges = _judges(eval_set, criteria, cassette, judge_model)
         report = asyncio.run(
             run_eval(
                 agent,

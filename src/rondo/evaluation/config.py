@@ -36,9 +36,11 @@ __all__ = [
     "Criterion",
     "EvalConfig",
     "JudgeOptions",
+    "SimulatorOptions",
     "config_beside",
     "load_eval_config",
     "parse_eval_config",
+    "parse_simulator_options",
 ]
 
 TOOL_TRAJECTORY = "tool_trajectory_avg_score"
@@ -102,11 +104,22 @@ class Criterion:
 
 
 @dataclass(frozen=True, slots=True)
+class SimulatorOptions:
+    """ADK's `user_simulator_config` (the llm-backed simulator): which model plays the user,
+    for how many user messages at most, and whether it sees tool calls."""
+
+    model: str = DEFAULT_JUDGE_MODEL
+    max_allowed_invocations: int = 20
+    include_function_calls: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class EvalConfig:
     """The criteria to score, and the configured metrics rondo cannot compute (with why)."""
 
     criteria: tuple[Criterion, ...]
     not_evaluated: tuple[tuple[str, str], ...] = field(default=())
+    user_simulator: SimulatorOptions = field(default_factory=SimulatorOptions)
 
     @classmethod
     def default(cls) -> EvalConfig:
@@ -222,6 +235,26 @@ def _why_not(metric: str) -> str:
     return f"unknown metric (rondo eval computes {', '.join(_COMPUTED)})"
 
 
+def parse_simulator_options(data: Any, where: str) -> SimulatorOptions:
+    """`SimulatorOptions` from test_config.json's `user_simulator_config`."""
+    if data is None:
+        return SimulatorOptions()
+    if not isinstance(data, Mapping):
+        raise EvalSetError(f"{where} must be an object")
+    spec = cast(Mapping[str, Any], data)
+    kind = spec.get("type", "llm_backed")
+    if kind != "llm_backed":
+        raise EvalSetError(f"{where}: rondo runs the 'llm_backed' user simulator, not {kind!r}")
+    model = spec.get("model", DEFAULT_JUDGE_MODEL)
+    if not isinstance(model, str) or not model.strip():
+        raise EvalSetError(f"{where}.model must be a model name")
+    return SimulatorOptions(
+        model.strip(),
+        _count(spec, "max_allowed_invocations", 20, where),
+        _flag(spec, "include_function_calls", where),
+    )
+
+
 def parse_eval_config(data: Any, *, source: str = "eval config") -> EvalConfig:
     """An `EvalConfig` from decoded `test_config.json` content."""
     document: Mapping[str, Any] = cast(Mapping[str, Any], data) if isinstance(data, Mapping) else {}
@@ -241,7 +274,12 @@ def parse_eval_config(data: Any, *, source: str = "eval config") -> EvalConfig:
         raise EvalSetError(
             f"{source}: no criterion rondo eval can compute (it computes {', '.join(_COMPUTED)})"
         )
-    return EvalConfig(tuple(criteria), tuple(skipped))
+    simulator = _get(document, "user_simulator_config", None)
+    return EvalConfig(
+        tuple(criteria),
+        tuple(skipped),
+        parse_simulator_options(simulator, f"{source}: user_simulator_config"),
+    )
 
 
 def load_eval_config(path: str | Path) -> EvalConfig:

@@ -23,6 +23,7 @@ import base64
 import binascii
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, cast
 
@@ -40,6 +41,7 @@ __all__ = [
     "Invocation",
     "Rubric",
     "RubricContent",
+    "Scenario",
     "SessionInput",
     "load_eval_set",
     "parse_eval_set",
@@ -250,14 +252,43 @@ class SessionInput(_FileModel):
     state: dict[str, Any] = Field(default_factory=dict[str, Any])
 
 
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """ADK's `conversation_scenario`: the first user message and the plan for the rest."""
+
+    starting_prompt: str
+    conversation_plan: str
+
+
+def parse_scenario(data: Mapping[str, Any], where: str) -> Scenario:
+    """A `Scenario` from a case's `conversation_scenario`; `EvalSetError` if unusable."""
+    found: dict[str, str] = {}
+    for key, camel in (
+        ("starting_prompt", "startingPrompt"),
+        ("conversation_plan", "conversationPlan"),
+    ):
+        value = data.get(key, data.get(camel))
+        if not isinstance(value, str) or not value.strip():
+            raise EvalSetError(f"{where}: conversation_scenario.{key} must be a non-empty text")
+        found[key] = value
+    return Scenario(found["starting_prompt"], found["conversation_plan"])
+
+
 class EvalCase(_FileModel):
-    """A conversation run on one fresh session, invocation after invocation."""
+    """A conversation run on one fresh session, invocation after invocation — or, with a
+    `conversation_scenario`, played by a simulated user."""
 
     eval_id: str
     conversation: list[Invocation] | None = None
     conversation_scenario: dict[str, Any] | None = None
     session_input: SessionInput | None = None
     rubrics: list[Rubric] | None = None
+
+    def scenario(self) -> Scenario | None:
+        """The case's scenario, when a simulated user plays it."""
+        if self.conversation_scenario is None:
+            return None
+        return parse_scenario(self.conversation_scenario, f"case {self.eval_id!r}")
 
 
 class EvalSet(_FileModel):
@@ -358,11 +389,13 @@ def _check(eval_set: EvalSet, source: str) -> EvalSet:
     seen: set[str] = set()
     for case in eval_set.eval_cases:
         if case.conversation is None:
-            raise EvalSetError(
-                f"{source}: case {case.eval_id!r} has a conversation_scenario (a user simulator "
-                "driven by an LLM), which rondo eval does not run; give it a conversation"
-            )
-        if not case.conversation:
+            if case.conversation_scenario is None:
+                raise EvalSetError(
+                    f"{source}: case {case.eval_id!r} needs a conversation or a "
+                    "conversation_scenario"
+                )
+            parse_scenario(case.conversation_scenario, f"{source}: case {case.eval_id!r}")
+        elif not case.conversation:
             raise EvalSetError(f"{source}: case {case.eval_id!r} has an empty conversation")
         if case.eval_id in seen:
             raise EvalSetError(f"{source}: two cases are named {case.eval_id!r}")

@@ -170,13 +170,16 @@ async def _final_response_match(
 # -- the rubric-based metrics -----------------------------------------------------------------
 
 
-def _rubrics(criterion: Criterion, case: EvalCase, wanted: Invocation) -> list[Rubric]:
+def _rubrics(criterion: Criterion, case: EvalCase, wanted: Invocation | None) -> list[Rubric]:
     kind = _RUBRIC_TYPES[criterion.metric]
     found: dict[str, Rubric] = {}
     sources = (
         ("the criterion", list(criterion.rubrics)),
         ("the eval case", [r for r in case.rubrics or () if r.type == kind]),
-        ("the invocation", [r for r in wanted.rubrics or () if r.type == kind]),
+        (
+            "the invocation",
+            [r for r in (wanted.rubrics if wanted else None) or () if r.type == kind],
+        ),
     )
     for where, rubrics in sources:
         for rubric in rubrics:
@@ -283,7 +286,7 @@ async def _rubric_based(
     criterion: Criterion,
     judge: Model,
     actual: Sequence[ActualInvocation],
-    expected: Sequence[Invocation],
+    expected: Sequence[Invocation | None],
     case: EvalCase,
     app: AppDetails,
 ) -> JudgedScores:
@@ -403,9 +406,15 @@ async def judge_metric(
     """Score one LLM-judged metric on one case; `judge` turns the judge's name into a model."""
     options = criterion.judge or JudgeOptions()
     model = judge(options.judge_model)
-    expected = list(case.conversation or ())
     if criterion.metric == FINAL_RESPONSE_MATCH_V2:
-        return await _final_response_match(criterion, model, actual, expected)
+        if case.conversation is None:
+            raise EvalSetError(
+                f"{criterion.metric} needs an expected conversation; a simulated one has none"
+            )
+        return await _final_response_match(criterion, model, actual, case.conversation)
+    expected: list[Invocation | None] = (
+        list(case.conversation) if case.conversation is not None else [None] * len(actual)
+    )
     if criterion.metric in _RUBRIC_TYPES:
         return await _rubric_based(criterion, model, actual, expected, case, app)
     if criterion.metric == HALLUCINATIONS_V1:

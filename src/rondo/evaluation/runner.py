@@ -10,19 +10,20 @@ answer. An exception inside a case fails that case and the run goes on.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
 from rondo.errors import ModelError, ModelNotFoundError
-from rondo.evaluation.config import RESPONSE_MATCH, Criterion, EvalConfig
-from rondo.evaluation.evalset import EvalCase, EvalSet, EvalSetError, Invocation
+from rondo.evaluation.config import RESPONSE_MATCH, Criterion, EvalConfig, SimulatorOptions
+from rondo.evaluation.evalset import EvalCase, EvalSet, EvalSetError, Scenario
 from rondo.evaluation.judge import JudgeResolver, resolve_judge_model
 from rondo.evaluation.judged import AppDetails, judge_metric
 from rondo.evaluation.metrics import ActualInvocation, Call, Step, score_invocations
 from rondo.evaluation.report import CaseResult, EvalReport, InvocationResult, MetricResult
 from rondo.evaluation.rouge import require_rouge
+from rondo.evaluation.simulation import next_user_message
 from rondo.models.base import FunctionDeclaration, Model
 
 if TYPE_CHECKING:
@@ -71,22 +72,41 @@ def _observe(events: list[Event], user_text: str = "") -> ActualInvocation:
 
 
 async def _invoke(
-    runner: Runner, user_id: str, session_id: str, invocation: Invocation
+    runner: Runner, user_id: str, session_id: str, message: Content, text: str
 ) -> ActualInvocation:
     events: list[Event] = []
-    stream = runner.run_async(
-        user_id=user_id,
-        session_id=session_id,
-        new_message=invocation.user_content.to_content("user"),
-    )
+    stream = runner.run_async(user_id=user_id, session_id=session_id, new_message=message)
     async with aclosing(stream) as records:
         async for event in records:
             events.append(event)
-    return _observe(events, invocation.user_content.text())
+    return _observe(events, text)
+
+
+async def _simulate(
+    invoke: Callable[[Content, str], Awaitable[ActualInvocation]],
+    scenario: Scenario,
+    simulator: JudgeResolver,
+    options: SimulatorOptions,
+) -> list[ActualInvocation]:
+    from rondo.types import Content
+
+    turns: list[ActualInvocation] = []
+    model: Model | None = None
+    while True:
+        if turns and model is None:
+            model = simulator(options.model)  # built only once a second message is needed
+        message = await next_user_message(model, scenario, turns, options)
+        if message is None:
+            return turns
+        turns.append(await invoke(Content.user(message), message))
 
 
 async def _run_conversation(
-    agent: BaseAgent, case: EvalCase, service: BaseSessionService
+    agent: BaseAgent,
+    case: EvalCase,
+    service: BaseSessionService,
+    simulator: JudgeResolver,
+    options: SimulatorOptions,
 ) -> list[ActualInvocation]:
     from rondo.runner import Runner
 
@@ -101,7 +121,17 @@ async def _run_conversation(
         state=given.state if given else None,
     )
     runner = Runner(agent=agent, app_name=app_name, session_service=service)
-    return [await _invoke(runner, user_id, session_id, inv) for inv in case.conversation or ()]
+
+    async def invoke(message: Content, text: str) -> ActualInvocation:
+        return await _invoke(runner, user_id, session_id, message, text)
+
+    scenario = case.scenario()
+    if scenario is not None:
+        return await _simulate(invoke, scenario, simulator, options)
+    return [
+        await invoke(inv.user_content.to_content("user"), inv.user_content.text())
+        for inv in case.conversation or ()
+    ]
 
 
 def app_details(agent: BaseAgent) -> AppDetails:
@@ -157,20 +187,25 @@ async def _score_case(
     judge: JudgeResolver,
     app: AppDetails,
 ) -> CaseResult:
-    conversation = case.conversation or []
-    expected = [(inv.expected_calls(), inv.expected_text()) for inv in conversation]
+    expected = [(inv.expected_calls(), inv.expected_text()) for inv in case.conversation or ()]
     metrics: list[MetricResult] = []
     for criterion in config.criteria:
         if criterion.judge is not None:
             metrics.append(await _judged(criterion, case, actual, judge, app))
-            continue
-        scores = score_invocations(criterion, actual, expected)
-        metrics.append(
-            MetricResult(criterion.metric, criterion.threshold, fmean(scores), tuple(scores))
-        )
+        elif case.conversation is None:  # a simulated conversation has nothing to match
+            error = "needs an expected conversation; a simulated one has none"
+            none = (None,) * len(actual)
+            metrics.append(MetricResult(criterion.metric, criterion.threshold, None, none, error))
+        else:
+            scores = score_invocations(criterion, actual, expected)
+            metrics.append(
+                MetricResult(criterion.metric, criterion.threshold, fmean(scores), tuple(scores))
+            )
+    if case.conversation is None:
+        expected = [((), "")] * len(actual)
     invocations = tuple(
-        InvocationResult(inv.user_content.text(), tuple(calls), text, did)
-        for inv, (calls, text), did in zip(conversation, expected, actual, strict=True)
+        InvocationResult(did.user_text, tuple(calls), text, did)
+        for (calls, text), did in zip(expected, actual, strict=True)
     )
     return CaseResult(case.eval_id, tuple(metrics), invocations)
 
@@ -185,7 +220,7 @@ async def run_case(
 ) -> CaseResult:
     """Run one case on a fresh session of `service` and score it."""
     try:
-        actual = await _run_conversation(agent, case, service)
+        actual = await _run_conversation(agent, case, service, judge, config.user_simulator)
         return await _score_case(case, actual, config, judge, app_details(agent))
     except Exception as exc:  # a failing case is a result, not the end of the run
         return CaseResult(case.eval_id, error=f"{type(exc).__name__}: {exc}")
