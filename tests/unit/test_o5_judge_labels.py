@@ -112,3 +112,22 @@ def test_o5_bare_judge_names_resolve_through_the_model_registry() -> None:
     assert asked == ["gemini:gemini-2.5-flash", "local:smollm2"]
     with pytest.raises(ModelNotFoundError, match="write it as 'provider:model'"):
         resolve_judge_model("mystery-model")
+
+
+def test_o5_the_judge_and_simulator_prompts_are_documented_in_full() -> None:
+    from pathlib import Path
+
+    from rondo.evaluation import prompts
+    from rondo.evaluation.simulation import SIMULATOR_PROMPT
+
+    docs = (Path(__file__).parents[2] / "docs" / "testing.md").read_text(encoding="utf-8")
+    for prompt in (
+        prompts.FINAL_RESPONSE_MATCH,
+        prompts.RUBRIC_FINAL_RESPONSE,
+        prompts.RUBRIC_TOOL_USE,
+        prompts.HALLUCINATION_SEGMENTER,
+        prompts.HALLUCINATION_VALIDATOR,
+        SIMULATOR_PROMPT,
+    ):
+        assert prompt.strip() in docs
+    assert f"`PROMPT_VERSION` (now `{prompts.PROMPT_VERSION}`)" in docs
