@@ -172,3 +172,16 @@ def test_o5_unusable_simulator_configs_are_clear_errors(simulator: object, messa
         parse_eval_config(
             {"criteria": {"response_match_score": 0.5}, "user_simulator_config": simulator}
         )
+
+
+def test_o5_evaluate_from_a_test_takes_the_judge_and_simulator_models(tmp_path: Path) -> None:
+    import json
+
+    from rondo.testing import evaluate as evaluate_file
+
+    path = tmp_path / "sim.evalset.json"
+    path.write_text(json.dumps(EVAL_SET))
+    pick = models()
+    report = evaluate_file(travel_agent(), path, config(), judge=lambda name: pick[name])
+    assert report.cases[0].metrics[1].per_invocation == (1.0, 1.0)
+    report.assert_passed()
