@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from rondo.cli import app
 from rondo.cli.loading import load_agent
+from rondo.errors import ModelNotFoundError
 from rondo.evaluation import (
     EvalFailedError,
     EvalReport,
@@ -25,6 +26,7 @@ from rondo.evaluation import (
     load_eval_set,
     run_eval,
 )
+from rondo.models import Model
 from rondo.testing import evaluate
 from tests._require import require_module
 
@@ -53,17 +55,26 @@ def adk_verdicts(cases: dict[str, Any]) -> dict[str, Any]:
 
 
 def rondo_verdicts(report: EvalReport) -> dict[str, Any]:
-    skipped = sorted(name for name, _ in report.config.not_evaluated)
+    skipped = [name for name, _ in report.config.not_evaluated]
     return {
         case.eval_id: {
             "passed": case.passed,
             "metrics": {
-                m.metric: (m.score, list(m.per_invocation), m.passed) for m in case.metrics
+                m.metric: (m.score, list(m.per_invocation), m.passed)
+                for m in case.metrics
+                if m.status != "not_evaluated"
             },
-            "not_evaluated": skipped,
+            "not_evaluated": sorted(
+                skipped + [m.metric for m in case.metrics if m.status == "not_evaluated"]
+            ),
         }
         for case in report.cases
     }
+
+
+def no_judge(name: str) -> Model:
+    # ADK's run had no judge model either: its LLM-judged metric was not evaluated.
+    raise ModelNotFoundError(f"no judge model {name!r} in this comparison")
 
 
 @pytest.mark.parametrize("run", ADK["runs"], ids=lambda r: f"{r['eval_set']}+{r['config']}")
@@ -74,7 +85,7 @@ async def test_o3_scores_equal_adk_eval_on_the_same_eval_sets(run: dict[str, Any
         initial_session=json.loads((WEATHER / session).read_text()) if session else None,
     )
     config = load_eval_config(WEATHER / run["config"])
-    report = await run_eval(load_agent(str(WEATHER / "agent.py")), eval_set, config)
+    report = await run_eval(load_agent(str(WEATHER / "agent.py")), eval_set, config, judge=no_judge)
     expected = adk_verdicts(run["cases"])
     if run["tool"] == "AgentEvaluator":  # ADK names the one case after the file's full path
         expected = {report.cases[0].eval_id: next(iter(expected.values()))}
@@ -129,16 +140,36 @@ def test_o3_exit_zero_when_every_case_passes(tmp_path: Path) -> None:
     assert out.strip().splitlines()[-1] == "1 of 1 case passed"
 
 
-def test_o3_config_overrides_thresholds() -> None:
+def test_o3_config_overrides_thresholds(tmp_path: Path) -> None:
+    relaxed = json.loads((WEATHER / "relaxed_config.json").read_text())
+    del relaxed["criteria"]["final_response_match_v2"]
+    (tmp_path / "relaxed.json").write_text(json.dumps(relaxed))
     code, out, err = cli(
         str(WEATHER / "agent.py"),
         str(WEATHER / "weather.evalset.json"),
         "--config",
-        str(WEATHER / "relaxed_config.json"),
+        str(tmp_path / "relaxed.json"),
     )
-    assert code == 1
+    assert code == 1, err
     assert out.strip().splitlines()[-1] == "5 of 6 cases passed; failed: rome_wrong_city"
-    assert "not evaluating final_response_match_v2" in err
+
+
+def test_o3_a_judge_model_that_cannot_be_built_is_unusable_input(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    code, _, err = cli(
+        str(WEATHER / "agent.py"),
+        str(WEATHER / "weather.evalset.json"),
+        "--config",
+        str(WEATHER / "relaxed_config.json"),
+        "--judge-model",
+        "nobody-knows-7b",
+    )
+    assert code == 2
+    assert "judge model of final_response_match_v2 'nobody-knows-7b'" in err
+    assert "write it as 'provider:model'" in err
 
 
 @pytest.mark.parametrize(

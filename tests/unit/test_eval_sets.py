@@ -139,7 +139,11 @@ def test_user_content_with_inline_data_becomes_rondo_content() -> None:
         ),
         (
             {"eval_set_id": "x", "eval_cases": [{"eval_id": "a", "conversation_scenario": {}}]},
-            "case 'a' has a conversation_scenario",
+            "case 'a': conversation_scenario.starting_prompt must be a non-empty text",
+        ),
+        (
+            {"eval_set_id": "x", "eval_cases": [{"eval_id": "a"}]},
+            "case 'a' needs a conversation or a conversation_scenario",
         ),
         (
             [{"query": "hi", "expected_tool_use": [{"tool_input": {}}]}],
@@ -195,16 +199,19 @@ def test_metrics_rondo_cannot_compute_are_listed_not_evaluated() -> None:
         {
             "criteria": {
                 "response_match_score": 0.7,
-                "final_response_match_v2": {"threshold": 0.5, "judge_model_options": {}},
+                "safety_v1": 0.5,
                 "my_metric": 0.3,
             }
         }
     )
     assert config.criteria == (Criterion("response_match_score", 0.7),)
     assert dict(config.not_evaluated) == {
-        "final_response_match_v2": "an LLM-judged ADK metric, which rondo eval does not run",
-        "my_metric": "unknown metric (rondo eval computes tool_trajectory_avg_score and "
-        "response_match_score)",
+        "safety_v1": "an ADK metric that needs Vertex AI or a multi-turn judge, which rondo "
+        "does not run",
+        "my_metric": "unknown metric (rondo eval computes tool_trajectory_avg_score, "
+        "response_match_score, final_response_match_v2, "
+        "rubric_based_final_response_quality_v1, rubric_based_tool_use_quality_v1, "
+        "hallucinations_v1)",
     }
 
 

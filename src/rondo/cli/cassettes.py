@@ -97,7 +97,7 @@ class CliCassette:
         elif self.record_path is not None:
             from rondo.testing.cassette import CassetteRecorder
 
-            recorder = self.recorder = CassetteRecorder(self.record_path)
+            recorder = self.recorder = self.recorder or CassetteRecorder(self.record_path)
             wrapped: dict[int, Model] = {}  # a model shared by several agents is wrapped once
 
             def wrap(model: Model) -> Model:
@@ -106,6 +106,20 @@ class CliCassette:
                 return wrapped[id(model)]
 
             _swap_models(agent, wrap)
+
+    def model(self, name: str, resolve: Callable[[str], Model]) -> Model:
+        """A model the eval itself asks (a judge, a user simulator), through the cassette too:
+        replayed under its name, or resolved and recorded with the agent's exchanges."""
+        if self.player is not None:
+            return self._replay_model(name.partition(":")[2] or name)
+        model = resolve(name)
+        if self.record_path is not None:
+            if self.recorder is None:
+                from rondo.testing.cassette import CassetteRecorder
+
+                self.recorder = CassetteRecorder(self.record_path)
+            return self.recorder.wrap(model)
+        return model
 
     def finish(self) -> None:
         """After the run: a replay that left recorded calls unasked is an error."""

@@ -1,9 +1,12 @@
 """`rondo eval AGENT EVALSET [--config test_config.json]`: score an agent on an ADK eval set.
 
 Exit codes: 0 when every case passed, 1 when one failed (they are named), 2 when the input
-cannot be used (an agent that does not load, a malformed eval set or config).
+cannot be used (an agent that does not load, a malformed eval set or config, a judge model
+that cannot be built).
 `--record FILE` / `--replay FILE` run the eval set through a cassette, as `rondo run` does:
-record once against the real model, then evaluate offline.
+every model exchange — the agent's, the judges' — is recorded once against the real models,
+then the whole eval reruns offline with the same scores. `--junit FILE` writes JUnit XML for
+CI, `--json FILE` the full report as JSON.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from rondo.cli.loading import CliError
 from rondo.errors import RondoError
 
 if TYPE_CHECKING:
-    from rondo.evaluation import CaseResult, EvalConfig, EvalSet, Progress
+    from rondo.evaluation import CaseResult, EvalConfig, EvalReport, EvalSet, Progress
+    from rondo.models.base import Model
 
 __all__ = ["eval_command"]
 
@@ -52,6 +56,44 @@ def _load(evalset_file: str, config: str | None, session: str | None) -> tuple[E
 
     eval_set = load_eval_set(evalset_file, initial_session=_initial_session(session))
     return eval_set, _config(config, evalset_file)
+
+
+def _judges(
+    eval_set: EvalSet, criteria: EvalConfig, cassette: CliCassette, override: str | None
+) -> dict[str, Model]:
+    """Every model the eval asks besides the agent's — the judges the criteria name, the user
+    simulator if a case has a scenario — built now: one that cannot work fails first."""
+    from rondo.evaluation import resolve_judge_model
+
+    wanted: dict[str, tuple[str, str]] = {}  # configured name -> (name used, what for)
+    for criterion in criteria.criteria:
+        if criterion.judge is not None:
+            name = criterion.judge.judge_model
+            wanted.setdefault(name, (override or name, f"judge model of {criterion.metric}"))
+    if any(case.conversation_scenario is not None for case in eval_set.eval_cases):
+        name = criteria.user_simulator.model
+        wanted.setdefault(name, (name, "user simulator model"))
+    models: dict[str, Model] = {}
+    for name, (used, role) in wanted.items():
+        try:
+            models[name] = cassette.model(used, resolve_judge_model)
+        except RondoError as exc:
+            raise CliError(f"{role} {used!r}: {exc}") from exc
+    return models
+
+
+def _write_reports(report: EvalReport, junit: str | None, json_path: str | None) -> None:
+    from pathlib import Path
+
+    from rondo.evaluation.junit import junit_xml
+
+    try:
+        if junit is not None:
+            Path(junit).write_text(junit_xml(report), encoding="utf-8")
+        if json_path is not None:
+            Path(json_path).write_text(report.to_json(), encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write the report: {exc}") from exc
 
 
 def _progress(errors: Console) -> Progress:
@@ -88,6 +130,20 @@ def eval_command(
         str | None,
         typer.Option("--model", help="Model string overriding the agent's, e.g. local:smollm2."),
     ] = None,
+    judge_model: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-model",
+            help="Judge every LLM-judged metric with this model instead of the config's "
+            "judge_model (a rondo model string or a bare name such as gemini-2.5-flash).",
+        ),
+    ] = None,
+    junit: Annotated[
+        str | None, typer.Option("--junit", help="Write the results as JUnit XML to this file.")
+    ] = None,
+    json_report: Annotated[
+        str | None, typer.Option("--json", help="Write the full report as JSON to this file.")
+    ] = None,
     record: RecordOption = None,
     replay: ReplayOption = None,
 ) -> None:
@@ -109,7 +165,17 @@ def eval_command(
             f"[dim]{count} case{'' if count == 1 else 's'} of {escape(eval_set.eval_set_id)}; "
             f"criteria: {escape(criteria.describe())}[/]"
         )
-        report = asyncio.run(run_eval(agent, eval_set, criteria, progress=_progress(errors)))
+        judges = _judges(eval_set, criteria, cassette, judge_model)
+        report = asyncio.run(
+            run_eval(
+                agent,
+                eval_set,
+                criteria,
+                progress=_progress(errors),
+                judge=lambda name: judges[name],
+            )
+        )
+        _write_reports(report, junit, json_report)
     except (CliError, RondoError) as exc:
         plain = isinstance(exc, CliError | EvalSetError)
         shown = str(exc) if plain else f"{type(exc).__name__}: {exc}"

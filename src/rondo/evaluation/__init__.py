@@ -10,10 +10,16 @@
 
 from rondo.evaluation.config import (
     DEFAULT_CRITERIA,
+    FINAL_RESPONSE_MATCH_V2,
+    HALLUCINATIONS_V1,
+    JUDGED_METRICS,
     RESPONSE_MATCH,
+    RUBRIC_FINAL_RESPONSE_QUALITY,
+    RUBRIC_TOOL_USE_QUALITY,
     TOOL_TRAJECTORY,
     Criterion,
     EvalConfig,
+    JudgeOptions,
     config_beside,
     load_eval_config,
     parse_eval_config,
@@ -24,11 +30,15 @@ from rondo.evaluation.evalset import (
     EvalSetError,
     ExpectedCall,
     Invocation,
+    Rubric,
     SessionInput,
     load_eval_set,
     parse_eval_set,
 )
-from rondo.evaluation.metrics import ActualInvocation, Call, trajectory_matches
+from rondo.evaluation.judge import JudgeResolver, resolve_judge_model
+from rondo.evaluation.judged import AppDetails, RubricScore
+from rondo.evaluation.metrics import ActualInvocation, Call, Step, trajectory_matches
+from rondo.evaluation.prompts import PROMPT_VERSION
 from rondo.evaluation.report import (
     CaseResult,
     EvalFailedError,
@@ -37,13 +47,20 @@ from rondo.evaluation.report import (
     MetricResult,
 )
 from rondo.evaluation.rouge import Rouge1, rouge1
-from rondo.evaluation.runner import Progress, run_case, run_eval
+from rondo.evaluation.runner import Progress, app_details, run_case, run_eval
 
 __all__ = [
     "DEFAULT_CRITERIA",
+    "FINAL_RESPONSE_MATCH_V2",
+    "HALLUCINATIONS_V1",
+    "JUDGED_METRICS",
+    "PROMPT_VERSION",
     "RESPONSE_MATCH",
+    "RUBRIC_FINAL_RESPONSE_QUALITY",
+    "RUBRIC_TOOL_USE_QUALITY",
     "TOOL_TRAJECTORY",
     "ActualInvocation",
+    "AppDetails",
     "Call",
     "CaseResult",
     "Criterion",
@@ -56,15 +73,22 @@ __all__ = [
     "ExpectedCall",
     "Invocation",
     "InvocationResult",
+    "JudgeOptions",
+    "JudgeResolver",
     "MetricResult",
     "Progress",
     "Rouge1",
+    "Rubric",
+    "RubricScore",
     "SessionInput",
+    "Step",
+    "app_details",
     "config_beside",
     "load_eval_config",
     "load_eval_set",
     "parse_eval_config",
     "parse_eval_set",
+    "resolve_judge_model",
     "rouge1",
     "run_case",
     "run_eval",

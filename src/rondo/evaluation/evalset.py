@@ -13,7 +13,7 @@ Three shapes are accepted, as ADK accepts them:
   session file).
 
 Below the eval set itself, keys may be snake_case or camelCase (ADK's alias generator accepts
-both). Keys rondo does not use (`video_metadata`, rubrics, timestamps...) are ignored rather
+both). Keys rondo does not use (`video_metadata`, timestamps...) are ignored rather
 than refused, so files written by newer ADK versions still load.
 """
 
@@ -23,6 +23,7 @@ import base64
 import binascii
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, cast
 
@@ -38,6 +39,9 @@ __all__ = [
     "EvalSetError",
     "ExpectedCall",
     "Invocation",
+    "Rubric",
+    "RubricContent",
+    "Scenario",
     "SessionInput",
     "load_eval_set",
     "parse_eval_set",
@@ -144,6 +148,10 @@ def _to_part(part: FilePart) -> Part:
 class IntermediateData(_FileModel):
     tool_uses: list[FileFunctionCall] = Field(default_factory=list[FileFunctionCall])
     tool_responses: list[FileFunctionResponse] = Field(default_factory=list[FileFunctionResponse])
+    # ADK's (author, parts) pairs of text said on the way to the final response.
+    intermediate_responses: list[tuple[str, list[FilePart]]] = Field(
+        default_factory=list[tuple[str, list[FilePart]]]
+    )
 
 
 class InvocationEvent(_FileModel):
@@ -169,6 +177,25 @@ Intermediate = Annotated[
 ]
 
 
+class RubricContent(_FileModel):
+    """What a rubric asks of the agent, as one testable property."""
+
+    text_property: str | None = None
+
+
+class Rubric(_FileModel):
+    """A rubric of a rubric-based metric (ADK's shape): an id, a property, an optional type."""
+
+    rubric_id: str
+    rubric_content: RubricContent
+    description: str | None = None
+    type: str | None = None
+
+    @property
+    def text(self) -> str:
+        return self.rubric_content.text_property or ""
+
+
 class ExpectedCall(_FileModel):
     """One expected tool use: a name and its arguments."""
 
@@ -183,6 +210,7 @@ class Invocation(_FileModel):
     user_content: FileContent
     final_response: FileContent | None = None
     intermediate_data: Intermediate | None = None
+    rubrics: list[Rubric] | None = None
 
     def expected_calls(self) -> list[ExpectedCall]:
         """The expected tool trajectory, in order, from either intermediate-data form."""
@@ -203,6 +231,17 @@ class Invocation(_FileModel):
     def expected_text(self) -> str:
         return self.final_response.text() if self.final_response else ""
 
+    def intermediate_texts(self) -> list[str]:
+        """The text said before the final response, step by step (ADK's intermediate text)."""
+        data = self.intermediate_data
+        if isinstance(data, InvocationEvents):
+            found = [e.content.text() for e in data.invocation_events if e.content]
+        elif isinstance(data, IntermediateData):
+            found = [FileContent(parts=parts).text() for _, parts in data.intermediate_responses]
+        else:
+            found = []
+        return [text for text in found if text]
+
 
 class SessionInput(_FileModel):
     """How a case's session starts: its app, user, optional fixed id and initial state."""
@@ -213,13 +252,43 @@ class SessionInput(_FileModel):
     state: dict[str, Any] = Field(default_factory=dict[str, Any])
 
 
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """ADK's `conversation_scenario`: the first user message and the plan for the rest."""
+
+    starting_prompt: str
+    conversation_plan: str
+
+
+def parse_scenario(data: Mapping[str, Any], where: str) -> Scenario:
+    """A `Scenario` from a case's `conversation_scenario`; `EvalSetError` if unusable."""
+    found: dict[str, str] = {}
+    for key, camel in (
+        ("starting_prompt", "startingPrompt"),
+        ("conversation_plan", "conversationPlan"),
+    ):
+        value = data.get(key, data.get(camel))
+        if not isinstance(value, str) or not value.strip():
+            raise EvalSetError(f"{where}: conversation_scenario.{key} must be a non-empty text")
+        found[key] = value
+    return Scenario(found["starting_prompt"], found["conversation_plan"])
+
+
 class EvalCase(_FileModel):
-    """A conversation run on one fresh session, invocation after invocation."""
+    """A conversation run on one fresh session, invocation after invocation — or, with a
+    `conversation_scenario`, played by a simulated user."""
 
     eval_id: str
     conversation: list[Invocation] | None = None
     conversation_scenario: dict[str, Any] | None = None
     session_input: SessionInput | None = None
+    rubrics: list[Rubric] | None = None
+
+    def scenario(self) -> Scenario | None:
+        """The case's scenario, when a simulated user plays it."""
+        if self.conversation_scenario is None:
+            return None
+        return parse_scenario(self.conversation_scenario, f"case {self.eval_id!r}")
 
 
 class EvalSet(_FileModel):
@@ -320,11 +389,13 @@ def _check(eval_set: EvalSet, source: str) -> EvalSet:
     seen: set[str] = set()
     for case in eval_set.eval_cases:
         if case.conversation is None:
-            raise EvalSetError(
-                f"{source}: case {case.eval_id!r} has a conversation_scenario (a user simulator "
-                "driven by an LLM), which rondo eval does not run; give it a conversation"
-            )
-        if not case.conversation:
+            if case.conversation_scenario is None:
+                raise EvalSetError(
+                    f"{source}: case {case.eval_id!r} needs a conversation or a "
+                    "conversation_scenario"
+                )
+            parse_scenario(case.conversation_scenario, f"{source}: case {case.eval_id!r}")
+        elif not case.conversation:
             raise EvalSetError(f"{source}: case {case.eval_id!r} has an empty conversation")
         if case.eval_id in seen:
             raise EvalSetError(f"{source}: two cases are named {case.eval_id!r}")

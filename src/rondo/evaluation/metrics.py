@@ -15,8 +15,9 @@ from typing import Any
 from rondo.evaluation.config import RESPONSE_MATCH, TOOL_TRAJECTORY, Criterion, MatchType
 from rondo.evaluation.evalset import EvalSetError, ExpectedCall
 from rondo.evaluation.rouge import rouge1
+from rondo.types import Content
 
-__all__ = ["ActualInvocation", "Call", "score_invocations", "trajectory_matches"]
+__all__ = ["ActualInvocation", "Call", "Step", "score_invocations", "trajectory_matches"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,11 +29,24 @@ class Call:
 
 
 @dataclass(frozen=True, slots=True)
+class Step:
+    """A record of the agent's turn other than its answer, as ADK's `invocation_events` are:
+    text said before or between tool calls, the calls, their results. The answer's own record
+    appears with `content=None` unless it also calls tools."""
+
+    author: str
+    content: Content | None
+
+
+@dataclass(frozen=True, slots=True)
 class ActualInvocation:
-    """What the agent did with one user message: its tool calls and its final text."""
+    """What the agent did with one user message: its tool calls and its final text
+    (and, for the judges, the message itself and every step on the way)."""
 
     tool_calls: tuple[Call, ...]
     final_text: str
+    user_text: str = ""
+    steps: tuple[Step, ...] = ()
 
 
 def _same(actual: Call, expected: Call | ExpectedCall, ignore_args: bool) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from io import StringIO
+from typing import Any, Literal
 
 from rich.console import Console
 from rich.table import Table
@@ -12,9 +13,17 @@ from rich.table import Table
 from rondo.errors import RondoError
 from rondo.evaluation.config import EvalConfig
 from rondo.evaluation.evalset import ExpectedCall
+from rondo.evaluation.judged import RubricScore
 from rondo.evaluation.metrics import ActualInvocation, Call
 
-__all__ = ["CaseResult", "EvalFailedError", "EvalReport", "InvocationResult", "MetricResult"]
+__all__ = [
+    "CaseResult",
+    "EvalFailedError",
+    "EvalReport",
+    "InvocationResult",
+    "MetricResult",
+    "MetricStatus",
+]
 
 _SHOWN = 200
 
@@ -24,18 +33,40 @@ class EvalFailedError(RondoError, AssertionError):
     failed test (with the report) rather than an error."""
 
 
+MetricStatus = Literal["passed", "failed", "not_evaluated"]
+
+
 @dataclass(frozen=True, slots=True)
 class MetricResult:
-    """One metric of one case: the average over its invocations against a threshold."""
+    """One metric of one case: the average over its invocations against a threshold.
+
+    A score of None means not evaluated (a judge that gave no usable verdict, or `error`):
+    such a metric neither passes nor fails its case, as in ADK.
+    """
 
     metric: str
     threshold: float
-    score: float
-    per_invocation: tuple[float, ...]
+    score: float | None
+    per_invocation: tuple[float | None, ...]
+    error: str | None = None
+    # The LLM-judged rubric metrics: each invocation's rubric verdicts, and per rubric overall.
+    rubric_scores: tuple[tuple[RubricScore, ...] | None, ...] = ()
+    overall_rubric_scores: tuple[RubricScore, ...] = ()
+
+    @property
+    def status(self) -> MetricStatus:
+        if self.score is None:
+            return "not_evaluated"
+        return "passed" if self.score >= self.threshold else "failed"
 
     @property
     def passed(self) -> bool:
-        return self.score >= self.threshold
+        return self.status == "passed"
+
+    def falls_short(self, index: int) -> bool:
+        """Whether invocation `index` scored below the threshold (not when unscored)."""
+        score = self.per_invocation[index]
+        return score is not None and score < self.threshold
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,15 +90,19 @@ class CaseResult:
 
     @property
     def passed(self) -> bool:
-        return self.error is None and bool(self.metrics) and all(m.passed for m in self.metrics)
+        """ADK's verdict: no metric failed and at least one passed (unevaluated ones abstain)."""
+        statuses = [m.status for m in self.metrics]
+        return self.error is None and "failed" not in statuses and "passed" in statuses
 
     def explain(self) -> list[str]:
         """Lines that show why the case failed: the error, or each invocation that fell short."""
         if self.error is not None:
             return [f"{self.eval_id}: the run failed: {self.error}"]
-        lines: list[str] = []
+        lines = [
+            f"{self.eval_id}: {m.metric} not evaluated: {m.error}" for m in self.metrics if m.error
+        ]
         for index, invocation in enumerate(self.invocations):
-            failing = [m.metric for m in self.metrics if m.per_invocation[index] < m.threshold]
+            failing = [m.metric for m in self.metrics if m.falls_short(index)]
             if not failing:
                 continue
             lines.append(
@@ -94,8 +129,55 @@ def _calls(calls: tuple[Call, ...] | tuple[ExpectedCall, ...]) -> str:
     )
 
 
-def _score(value: float) -> str:
+def _score(value: float | None) -> str:
+    if value is None:
+        return "n/a"
     return f"{value:.4f}".rstrip("0").rstrip(".") if value not in (0.0, 1.0) else f"{value:.1f}"
+
+
+def _rubric_dicts(scores: tuple[RubricScore, ...] | None) -> list[dict[str, Any]] | None:
+    if scores is None:
+        return None
+    return [{"rubric_id": s.rubric_id, "score": s.score, "rationale": s.rationale} for s in scores]
+
+
+def _metric_dict(m: MetricResult) -> dict[str, Any]:
+    found: dict[str, Any] = {
+        "metric": m.metric,
+        "threshold": m.threshold,
+        "score": m.score,
+        "status": m.status,
+        "per_invocation": list(m.per_invocation),
+    }
+    if m.error is not None:
+        found["error"] = m.error
+    if m.rubric_scores:
+        found["rubric_scores"] = [_rubric_dicts(r) for r in m.rubric_scores]
+        found["overall_rubric_scores"] = _rubric_dicts(m.overall_rubric_scores)
+    return found
+
+
+def _calls_list(calls: tuple[Call, ...] | tuple[ExpectedCall, ...]) -> list[dict[str, Any]]:
+    return [{"name": c.name, "args": c.args} for c in calls]
+
+
+def _case_dict(case: CaseResult) -> dict[str, Any]:
+    return {
+        "eval_id": case.eval_id,
+        "passed": case.passed,
+        "error": case.error,
+        "metrics": [_metric_dict(m) for m in case.metrics],
+        "invocations": [
+            {
+                "prompt": inv.prompt,
+                "expected_tool_calls": _calls_list(inv.expected_calls),
+                "actual_tool_calls": _calls_list(inv.actual.tool_calls),
+                "expected_text": inv.expected_text,
+                "actual_text": inv.actual.final_text,
+            }
+            for inv in case.invocations
+        ],
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +210,11 @@ class EvalReport:
                 continue
             for m in case.metrics:
                 per = ", ".join(_score(s) for s in m.per_invocation)
-                verdict = "[green]PASS[/]" if m.passed else "[red]FAIL[/]"
+                verdict = {
+                    "passed": "[green]PASS[/]",
+                    "failed": "[red]FAIL[/]",
+                    "not_evaluated": "[yellow]N/A[/]",
+                }[m.status]
                 table.add_row(
                     case.eval_id, m.metric, _score(m.score), _score(m.threshold), verdict, per
                 )
@@ -155,9 +241,29 @@ class EvalReport:
     def notes(self) -> list[str]:
         """Metrics not evaluated, then why each failing case failed."""
         lines = [f"not evaluated: {name}: {why}" for name, why in self.config.not_evaluated]
-        for case in self.failures:
-            lines.extend(case.explain())
+        for case in self.cases:
+            if case.passed:  # a passing case's unjudged metric is still worth a line
+                lines.extend(
+                    f"{case.eval_id}: {m.metric} not evaluated: {m.error}"
+                    for m in case.metrics
+                    if m.error
+                )
+            else:
+                lines.extend(case.explain())
         return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole report as JSON-ready data (what `rondo eval --json` writes)."""
+        return {
+            "eval_set_id": self.eval_set_id,
+            "passed": self.passed,
+            "summary": self.summary(),
+            "not_evaluated": [{"metric": m, "why": why} for m, why in self.config.not_evaluated],
+            "cases": [_case_dict(case) for case in self.cases],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
 
     def assert_passed(self) -> None:
         """Raise `EvalFailedError` (an `AssertionError`) with the report unless all passed."""

@@ -16,7 +16,8 @@ from rondo._sync import run_coroutine_sync
 
 if TYPE_CHECKING:
     from rondo.agents.base import BaseAgent
-    from rondo.evaluation import EvalConfig, EvalReport
+    from rondo.evaluation import EvalConfig, EvalReport, JudgeResolver
+    from rondo.models.base import Model
 
 __all__ = ["evaluate", "evaluate_async"]
 
@@ -49,18 +50,20 @@ async def evaluate_async(
     config: EvalConfig | Mapping[str, Any] | str | Path | None = None,
     *,
     initial_session: Mapping[str, Any] | None = None,
+    judge: JudgeResolver | Model | None = None,
 ) -> EvalReport:
     """Run the eval set at `eval_set` against `agent` and return the report.
 
     `agent` is an agent or a path `rondo run` accepts; `config` a `test_config.json` path, its
     decoded content (`{"criteria": {...}}`) or an `EvalConfig` — by default the
-    `test_config.json` beside the eval set, else ADK's default criteria.
+    `test_config.json` beside the eval set, else ADK's default criteria. `judge` answers the
+    LLM-judged metrics and plays simulated users (default: the models the config names).
     """
     from rondo.evaluation import load_eval_set, run_eval
 
     path = Path(eval_set)
     loaded = load_eval_set(path, initial_session=initial_session)
-    return await run_eval(_agent(agent), loaded, _config(config, path))
+    return await run_eval(_agent(agent), loaded, _config(config, path), judge=judge)
 
 
 def evaluate(
@@ -69,8 +72,11 @@ def evaluate(
     config: EvalConfig | Mapping[str, Any] | str | Path | None = None,
     *,
     initial_session: Mapping[str, Any] | None = None,
+    judge: JudgeResolver | Model | None = None,
 ) -> EvalReport:
     """`evaluate_async` from sync code (a running event loop is fine too)."""
     return run_coroutine_sync(
-        lambda: evaluate_async(agent, eval_set, config, initial_session=initial_session)
+        lambda: evaluate_async(
+            agent, eval_set, config, initial_session=initial_session, judge=judge
+        )
     )
