@@ -10,7 +10,7 @@ and `parse_lifecycle_event` reads it back, returning None for types it does not 
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -298,6 +298,13 @@ LifecycleEvent = Annotated[
     | RunEnd,
     Field(discriminator="type"),
 ]
+
+# What a run yields, at every layer above the data: records, and the lifecycle events built
+# beside them when the lifecycle view is consumed (the loop and the agents share this type).
+if TYPE_CHECKING:
+    Item = Event | LifecycleEvent
+else:
+    Item = Any
 
 
 _adapter: TypeAdapter[Any] | None = None

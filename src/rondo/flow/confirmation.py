@@ -23,9 +23,9 @@ from rondo.sessions.base import CONFIRMATION_FUNCTION_NAME
 from rondo.types import Content, FunctionCall, FunctionResponse, Part
 
 if TYPE_CHECKING:
-    from rondo.agents.base import Item
     from rondo.context import InvocationContext
     from rondo.flow.loop import Flow
+    from rondo.lifecycle import Item
     from rondo.models.base import ModelRequest
 
 __all__ = ["CONFIRMATION_FUNCTION_NAME", "confirmation_event", "confirmation_processor"]

@@ -13,11 +13,10 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from rondo._callbacks import first_result
-from rondo.agents.base import Item
 from rondo.context import Actions, EventSink, NestedPause, ToolContext
 from rondo.errors import ToolNotFoundError
 from rondo.events import NESTED_PAUSE, Event, EventActions, ToolConfirmation
-from rondo.lifecycle import ActionEnd, ActionStart, ToolCallEnd, ToolCallStart
+from rondo.lifecycle import ActionEnd, ActionStart, Item, ToolCallEnd, ToolCallStart
 from rondo.tools.base import BaseTool
 from rondo.tools.function import to_response
 from rondo.types import Content, FunctionCall, FunctionResponse, Part

@@ -30,7 +30,6 @@ from contextlib import aclosing, suppress
 from typing import TYPE_CHECKING, Any, cast
 
 from rondo._ids import new_client_call_id, new_reason_id
-from rondo.agents.base import Item
 from rondo.context import Actions, CallbackContext, ToolContext
 from rondo.errors import ConfigurationError
 from rondo.events import Event, EventActions
@@ -44,7 +43,7 @@ from rondo.flow.processors.identity import identity_processor
 from rondo.flow.processors.instructions import instructions_processor
 from rondo.flow.processors.tools import tools_processor
 from rondo.flow.processors.transfer import transfer_processor
-from rondo.lifecycle import ReasonDelta, ReasonEnd, ReasonStart
+from rondo.lifecycle import Item, ReasonDelta, ReasonEnd, ReasonStart
 from rondo.models.base import ModelRequest, ModelResponse
 from rondo.models.live import (
     LiveConnectConfig,

@@ -17,7 +17,6 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, cast
 
 from rondo._ids import new_reason_id
-from rondo.agents.base import Item
 from rondo.context import Actions, CallbackContext, InvocationContext
 from rondo.errors import ConfigurationError, TransferError
 from rondo.events import Event, PendingCall
@@ -29,7 +28,7 @@ from rondo.flow.processors import DEFAULT_REQUEST_PROCESSORS
 from rondo.flow.processors.output_schema import output_schema_processor
 from rondo.flow.processors.tools import tools_processor
 from rondo.flow.processors.transfer import transfer_processor, transfer_targets
-from rondo.lifecycle import HITLPending, ReasonStart, WorkingMemory
+from rondo.lifecycle import HITLPending, Item, ReasonStart, WorkingMemory
 from rondo.models.base import ModelRequest, ModelResponse
 from rondo.tools.base import BaseTool, BaseToolset
 from rondo.tools.structured import SET_MODEL_RESPONSE

@@ -24,9 +24,9 @@ from rondo.sessions.base import apply_pending
 from rondo.types import FunctionCall, FunctionResponse
 
 if TYPE_CHECKING:
-    from rondo.agents.base import Item
     from rondo.context import InvocationContext
     from rondo.flow.loop import Flow
+    from rondo.lifecycle import Item
     from rondo.models.base import ModelRequest
 
 __all__ = ["latest_answers", "nested_resume_processor"]

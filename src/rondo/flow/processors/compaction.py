@@ -10,9 +10,9 @@ from rondo.lifecycle import ContextSize
 from rondo.models.base import ModelRequest
 
 if TYPE_CHECKING:
-    from rondo.agents.base import Item
     from rondo.context import InvocationContext
     from rondo.flow.loop import Flow
+    from rondo.lifecycle import Item
 
 logger = logging.getLogger("rondo.compaction")
 
