@@ -13,10 +13,12 @@ import base64
 import binascii
 import importlib
 import importlib.util
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, Response
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from rondo.agents.llm import Agent
 from rondo.errors import ConfigurationError
@@ -27,7 +29,7 @@ from rondo.runner import Runner
 from rondo.server.errors import BadRequestError, stream_error
 from rondo.server.runs import RunRequest, start_run
 from rondo.server.state import ServerState
-from rondo.server.streams import Frames, open_stream
+from rondo.server.streams import REFUSALS, Frames, dumps, sse
 from rondo.server.wire import RunAgentRequest
 from rondo.sessions.base import TEMP_PREFIX, Session
 from rondo.types import Content
@@ -158,7 +160,7 @@ async def stream_run(
     headers: Mapping[str, str] | None = None,
 ) -> Response:
     """The run's lifecycle stream as SSE frames of one protocol."""
-    response = await open_stream(
+    response = await _open_stream(
         run.lifecycle(), frames, release=run.release, error_payload=error_payload
     )
     for key, value in (headers or {}).items():
@@ -275,3 +277,83 @@ class TextParts:
                     kind: TextKind = "thinking" if part.thought else "text"
                     pieces.extend(self._piece(kind, event.reason_id, part.text))
         return [*pieces, *self.close()]
+
+
+_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+class _RunStream(StreamingResponse):
+    """A streaming response that always runs its clean-up, even if never iterated."""
+
+    def __init__(
+        self, chunks: AsyncGenerator[bytes, None], cleanup: Callable[[], Awaitable[None]]
+    ) -> None:
+        super().__init__(chunks, media_type="text/event-stream", headers=_HEADERS)
+        self._chunks = chunks
+        self._cleanup = cleanup
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self._chunks.aclose()
+            await self._cleanup()
+
+
+async def _open_stream(
+    items: AsyncGenerator[Any, None],
+    frames: Frames,
+    *,
+    release: Callable[[], Awaitable[None]],
+    error_payload: Callable[[BaseException], Any],
+) -> Response:
+    """Start `items` and answer with their SSE stream, or with the refusal that stops them
+    (a 4xx while one can still be sent). The run is attached to this request: these
+    protocols' clients resend their turn, so they do not rejoin detached runs (SPEC W7)."""
+    closed = False
+
+    async def cleanup() -> None:
+        nonlocal closed
+        if closed:
+            return
+        closed = True
+        try:
+            await items.aclose()
+        finally:
+            await release()
+
+    try:
+        first = await anext(items)
+    except StopAsyncIteration:
+        await cleanup()
+        return Response(b"", media_type="text/event-stream", headers=_HEADERS)
+    except REFUSALS:
+        await cleanup()
+        raise
+    except Exception as exc:
+        await cleanup()  # the run was accepted: its failure is the stream's one event
+        return Response(
+            sse(dumps(error_payload(exc))), media_type="text/event-stream", headers=_HEADERS
+        )
+    except BaseException:
+        await cleanup()
+        raise
+
+    async def chunks() -> AsyncGenerator[bytes, None]:
+        try:
+            for chunk in frames(first):
+                yield chunk
+            async for item in items:
+                for chunk in frames(item):
+                    yield chunk
+        except Exception as exc:
+            last = sse(dumps(error_payload(exc)))
+        else:
+            last = b""
+        # The session is freed before the response ends: the client's next message may go
+        # to any replica at once.
+        await cleanup()
+        if last:
+            yield last
+
+    return _RunStream(chunks(), cleanup)
