@@ -98,16 +98,16 @@ def test_h4_a_nested_confirmation_over_run_sse_and_the_pending_routes(
         assert listed.status_code == 200
         [pending] = listed.json()
         assert pending["path"] == ["main", "worker@c1"]
-        assert pending["tool_name"] == "delete_file"
+        assert pending["toolName"] == "delete_file"
         assert runs(ledger) == []
 
-        decided = http.post(f"{base}/s/pending/{pending['call_id']}", json={"decision": "approve"})
+        decided = http.post(f"{base}/s/pending/{pending['callId']}", json={"decision": "approve"})
         assert decided.status_code == 200, decided.text
         events = [parse_lifecycle_event(e) for e in sse_events(decided.text)]
         end = events[-1]
         assert isinstance(end, RunEnd)
         assert end.text == "main: done (worker: deleted x)"
-        assert end.run_id == pending["run_id"]
+        assert end.run_id == pending["runId"]
         assert end.pending == []
         assert runs(ledger) == ["x"]
         assert http.get(f"{base}/s/pending").json() == []

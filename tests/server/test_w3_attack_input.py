@@ -136,7 +136,7 @@ def test_w3_attack_a_lone_surrogate_in_a_pending_decision_is_a_422(hostile: Host
         ran = http.post("/run", json=message("waiter", "alice", "s1", "ask"), headers=ALICE)
         assert ran.status_code == 200, ran.text
         (pending,) = http.get(f"{base}/pending", headers=ALICE).json()
-        decision = f"{base}/pending/{pending['call_id']}"
+        decision = f"{base}/pending/{pending['callId']}"
         for body in (
             {"decision": "approve", "result": {"answer": SURROGATE}},
             {"decision": "reject", "comment": SURROGATE},

@@ -38,11 +38,19 @@ def test_w3_attack_postgres_going_away_mid_stream_ends_with_the_error_event(
         with http.stream("POST", "/run_sse", json=body) as stream:
             assert stream.status_code == 200
             lines = stream.iter_lines()
-            first = next(line for line in lines if line)  # the call: the run now waits
+            first: list[str] = []
+            for line in lines:  # up to the call's data line (after its `id:`): the run waits
+                if line:
+                    first.append(line)
+                if line.startswith("data: "):
+                    break
             pg_cluster.stop("immediate")
             gate.touch()
             rest = [line for line in lines if line]  # to the end of the stream
-        text = "".join(f"{line}\n\n" for line in [first, *rest])
+        # Each frame: an optional `id:` line (SPEC W7), one `data:` line, a blank line.
+        text = "".join(
+            f"{line}\n" if line.startswith("id: ") else f"{line}\n\n" for line in [*first, *rest]
+        )
         *events, last = sse_events(text)
         assert "functionCall" in events[0]["content"]["parts"][0]
         assert last["error_details"]["error_type"] == "StoreUnavailableError"

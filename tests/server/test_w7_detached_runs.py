@@ -327,7 +327,7 @@ def test_w7_a_paused_run_reads_paused_and_its_resume_stream_has_ids(
     run_id = before[0][1]["run_id"]
     base = f"/apps/waiter/users/u/sessions/s/runs/{run_id}"
     assert client.get(base).json()["status"] == "paused"
-    call_id = client.get("/apps/waiter/users/u/sessions/s/pending").json()[0]["call_id"]
+    call_id = client.get("/apps/waiter/users/u/sessions/s/pending").json()[0]["callId"]
     decided = client.post(
         f"/apps/waiter/users/u/sessions/s/pending/{call_id}",
         json={"decision": "approve", "result": {"note": "yes"}},

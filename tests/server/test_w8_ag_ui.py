@@ -192,7 +192,7 @@ def _pause(client: httpx.Client, thread: str) -> tuple[dict[str, Any], list[dict
     assert interrupt["toolCallId"] == events[2]["toolCallId"]
     assert interrupt["reason"] == "tool_confirmation"
     pending = client.get(f"/apps/bank/users/user/sessions/{thread}/pending").json()
-    assert [p["call_id"] for p in pending] == [interrupt["id"]]
+    assert [p["callId"] for p in pending] == [interrupt["id"]]
     return interrupt, events
 
 

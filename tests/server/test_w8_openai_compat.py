@@ -111,7 +111,7 @@ def test_w8_openai_pending_confirmation_says_how_to_answer(sdk: Any, client: htt
     answer = sdk.chat.completions.create(model="bank", messages=[_user("100")], user="payer")
     (pending,) = client.get("/apps/bank/users/user/sessions/payer/pending").json()
     content = answer.choices[0].message.content
-    assert f"/apps/bank/users/user/sessions/payer/pending/{pending['call_id']}" in content
+    assert f"/apps/bank/users/user/sessions/payer/pending/{pending['callId']}" in content
 
 
 def test_w8_openai_errors_have_openais_shape(sdk: Any, client: httpx.Client) -> None:

@@ -111,6 +111,9 @@ class WirePendingCall(BaseModel):
     agent_name: str = ""
     original_call: WireFunctionCall | None = None
     original_call_id: str | None = None
+    # H4: the agents and calls leading to a call asked for inside a sub-agent, from the top
+    # (`["main", "worker@c1"]`); absent for the top run's own calls.
+    path: list[str] | None = None
 
 
 def pending_json(call: PendingCall) -> dict[str, Any]:
@@ -129,6 +132,8 @@ def pending_json(call: PendingCall) -> dict[str, Any]:
         out["originalCall"] = part_json(Part(function_call=call.original_call))["functionCall"]
     if call.original_call_id is not None:
         out["originalCallId"] = call.original_call_id
+    if call.path:
+        out["path"] = list(call.path)
     return out
 
 
