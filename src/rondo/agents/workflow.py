@@ -163,6 +163,8 @@ class LoopAgent(BaseAgent):
 
         iteration = completed_rounds(self, ctx) if ctx.resume_target() is not None else 0
         start = resume_start(self, ctx)
+        if start >= len(self.sub_agents):
+            start = 0  # D1: the round finished with its last agent: the next round begins
         while self.max_iterations is None or iteration < self.max_iterations:
             iteration += 1
             subs, start = self.sub_agents[start:], 0
