@@ -117,18 +117,14 @@ def _loop_goes_on(loop: BaseAgent, node: BaseAgent, events: Sequence[Event], las
     limit: int | None = getattr(loop, "max_iterations", None)
     if limit is None:
         return True
+    from rondo.agents.workflow import ends_a_round
+
     names = {a.name for a in node.walk()}
     rounds = 0
     for event in reversed(events):
         if event.invocation_id != last.invocation_id:
             break
-        if (
-            event.author in names
-            and not event.partial
-            and not event.long_running_tool_ids
-            and not event.actions.requested_tool_confirmations
-            and event.is_final_response()
-        ):
+        if ends_a_round(event, names):
             rounds += 1
     return rounds < limit
 
