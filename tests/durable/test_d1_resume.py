@@ -502,3 +502,45 @@ async def test_d1_a_sequence_waiting_on_an_answer_is_not_cut() -> None:
     assert session is not None
     assert session.pending  # paused (H3), not cut
     assert find_resume_point(session.events, session.pending, runner.agent) is None
+
+
+async def test_d1_a_cut_after_an_agent_inside_a_loop_runs_the_rest_of_the_loop() -> None:
+    from rondo import LoopAgent
+
+    service = InMemorySessionService()
+    first = ScriptedModel(["a1", "a2"])
+    second = ScriptedModel(["b1", "b2"])
+    runner = Runner(
+        agent=LoopAgent(
+            name="loop",
+            max_iterations=2,
+            sub_agents=[Agent(name="a", model=first), Agent(name="b", model=second)],
+        ),
+        app_name="app",
+        session_service=service,
+    )
+    seen = await run_until(runner, 2)  # round 1 done: "a1", "b1"; round 2 never started
+    assert [e.text for e in seen] == ["a1", "b1"]
+    resumed = [e async for e in runner.run_async(user_id="u", session_id="s")]
+    assert [(e.author, e.text) for e in resumed] == [("a", "a2"), ("b", "b2")]
+    # Cut right after "a" in the last round: only "b" is left, then the loop is done.
+    service2 = InMemorySessionService()
+    runner2 = Runner(
+        agent=LoopAgent(
+            name="loop",
+            max_iterations=1,
+            sub_agents=[
+                Agent(name="a", model=ScriptedModel(["a1"])),
+                Agent(name="b", model=ScriptedModel(["b1"])),
+            ],
+        ),
+        app_name="app",
+        session_service=service2,
+    )
+    assert [e.text for e in await run_until(runner2, 1)] == ["a1"]
+    rest = [e async for e in runner2.run_async(user_id="u", session_id="s")]
+    assert [(e.author, e.text) for e in rest] == [("b", "b1")]
+    # Finished now: nothing to resume.
+    session = await service2.get_session(app_name="app", user_id="u", session_id="s")
+    assert session is not None
+    assert find_resume_point(session.events, session.pending, runner2.agent) is None

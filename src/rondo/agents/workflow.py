@@ -11,6 +11,7 @@ from rondo.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
+    from rondo.events import Event
 
 __all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent"]
 
@@ -55,15 +56,21 @@ def completed_rounds(agent: BaseAgent, ctx: InvocationContext) -> int:
     for event in reversed(ctx.session.events):
         if event.invocation_id != invocation_id and (not run_id or event.run_id != run_id):
             break
-        if (
-            event.author in names
-            and not event.partial
-            and not event.long_running_tool_ids
-            and not event.actions.requested_tool_confirmations
-            and event.is_final_response()
-        ):
+        if ends_a_round(event, names):
             rounds += 1
     return rounds
+
+
+def ends_a_round(event: Event, names: set[str]) -> bool:
+    """Whether `event` is a final answer of one of the agents `names` (a loop's last
+    sub-agent) — not a pause, which is not the end of a round."""
+    return (
+        event.author in names
+        and not event.partial
+        and not event.long_running_tool_ids
+        and not event.actions.requested_tool_confirmations
+        and event.is_final_response()
+    )
 
 
 def paused(ctx: InvocationContext) -> bool:
@@ -163,6 +170,8 @@ class LoopAgent(BaseAgent):
 
         iteration = completed_rounds(self, ctx) if ctx.resume_target() is not None else 0
         start = resume_start(self, ctx)
+        if start >= len(self.sub_agents):
+            start = 0  # D1: the round finished with its last agent: the next round begins
         while self.max_iterations is None or iteration < self.max_iterations:
             iteration += 1
             subs, start = self.sub_agents[start:], 0

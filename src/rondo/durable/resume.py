@@ -66,8 +66,9 @@ def _between_agents(
 ) -> ResumePoint | None:
     """The last record is an agent's final answer, and a sequence (or a sequential team)
     around it has agents after it that never started: the run died in between, or failed
-    there. Not when the run waits on an answer (H3), and not inside loops or parallel agents,
-    whose end the log cannot tell apart from a cut."""
+    there — or a loop around it has a later sub-agent or round to run. Not when the run waits
+    on an answer (H3), not after an escalation (the loop's end), and not inside parallel
+    agents, whose end the log cannot tell apart from a cut."""
     if not events:
         return None
     last = events[-1]
@@ -90,9 +91,14 @@ def _between_agents(
     more = False
     node = agent
     while (parent := node.parent_agent) is not None and (kind := order_of(parent)) is not None:
-        if kind != "sequence" or isinstance(parent, LoopAgent):
+        if kind != "sequence":
             return None
-        more = more or parent.sub_agents[-1] is not node
+        if isinstance(parent, LoopAgent):
+            if last.actions.escalate:
+                return None  # the loop ended there (exit_loop); its end is not a cut
+            more = more or _loop_goes_on(parent, node, events, last)
+        else:
+            more = more or parent.sub_agents[-1] is not node
         node = parent
     if not more:
         return None
@@ -100,6 +106,27 @@ def _between_agents(
     return ResumePoint(
         last.invocation_id, last.run_id, "after_agent", agent.name, user_content, last
     )
+
+
+def _loop_goes_on(loop: BaseAgent, node: BaseAgent, events: Sequence[Event], last: Event) -> bool:
+    """Whether `loop` runs more after `node` finished: a later sub-agent in this round, or
+    another round while `max_iterations` allows (rounds counted as `completed_rounds` does:
+    final answers of its last sub-agent in this invocation)."""
+    if loop.sub_agents[-1] is not node:
+        return True
+    limit: int | None = getattr(loop, "max_iterations", None)
+    if limit is None:
+        return True
+    from rondo.agents.workflow import ends_a_round
+
+    names = {a.name for a in node.walk()}
+    rounds = 0
+    for event in reversed(events):
+        if event.invocation_id != last.invocation_id:
+            break
+        if ends_a_round(event, names):
+            rounds += 1
+    return rounds < limit
 
 
 def _opening_message(events: Sequence[Event], start: int) -> Content | None:
