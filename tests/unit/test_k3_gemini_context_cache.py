@@ -13,7 +13,7 @@ from tests._require import require_module
 
 require_module("google.genai", what="GEMINI", install="pip install 'rondo-agents[gemini]'")
 
-from rondo import Content, FunctionCall, FunctionResponse, Part  # noqa: E402
+from rondo import Agent, Content, FunctionCall, FunctionResponse, Part, RunConfig, Runner  # noqa: E402
 from rondo.models import FunctionDeclaration, GenerateConfig, ModelRequest  # noqa: E402
 from rondo.models.gemini import GeminiModel, RetryPolicy  # noqa: E402
 
@@ -174,3 +174,37 @@ async def test_k3_gemini_cache_not_created_falls_back_to_whole_request() -> None
     assert "cachedContent" not in last
     assert len(last["contents"]) == 3
     assert last["systemInstruction"]["parts"] == [{"text": SYSTEM}]
+
+
+def get_weather(city: str) -> dict[str, str]:
+    """The weather in a city."""
+    return {"city": city, "forecast": "sunny"}
+
+
+def called(i: int) -> Any:
+    part = {"functionCall": {"name": "get_weather", "args": {"city": f"c{i}"}, "id": f"fc-{i}"}}
+    return json_reply(
+        {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP"}]}
+    )
+
+
+def test_k3_gemini_runner_steps_share_one_cache_per_session() -> None:
+    def run(caching: bool) -> Exchanges:
+        exchanges = Exchanges(
+            called(1), created("cachedContents/r1"), called(2), generated("Done.")
+        )
+        if not caching:
+            exchanges.replies.pop(1)
+        agent = Agent(name="a", model=model(exchanges), instruction=SYSTEM, tools=[get_weather])
+        result = Runner(agent=agent, app_name="app").run_sync(
+            user_id="u", new_message=LONG, run_config=RunConfig(prompt_caching=caching)
+        )
+        assert result.output == "Done."
+        return exchanges
+
+    on = run(True)
+    assert on.requests[1].url.path.endswith("/cachedContents")
+    assert [on.body(i).get("cachedContent") for i in (2, 3)] == ["cachedContents/r1"] * 2
+    assert [len(on.body(i)["contents"]) for i in (0, 2, 3)] == [1, 2, 4]
+    off = run(False)
+    assert all("cachedContent" not in off.body(i) for i in range(3))
