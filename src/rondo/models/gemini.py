@@ -279,8 +279,7 @@ class ContextCache:
         name: str | None = None
         worth = shared > 0 and estimate_tokens(config, contents[:shared]) >= self.min_tokens
         if worth and not state.refused:
-            name = await self._create(caches, model, config, contents[:shared])
-            state.refused = name is None
+            name = await self._create(caches, model, config, contents[:shared], state)
         if name is None and usable:
             state.seen = digests  # the longer prefix could not be cached: keep the old one
             return tail, cached_request_config(config, cast(str, state.name))
@@ -304,6 +303,7 @@ class ContextCache:
         model: str,
         config: types.GenerateContentConfig,
         contents: list[types.Content],
+        state: _Prefix,
     ) -> str | None:
         fields: dict[str, Any] = {name: getattr(config, name) for name in CACHED_FIELDS}
         settings = types.CreateCachedContentConfig.model_validate(
@@ -314,6 +314,9 @@ class ContextCache:
         except errors.APIError as exc:
             # Caching is an optimisation: the request goes out whole instead.
             logger.warning("gemini context cache not created (%s): sending uncached", exc)
+            # Refused (too small for this model, caching unsupported): do not ask every step;
+            # a server error may pass, so the next step tries again.
+            state.refused = exc.code < 500
             return None
         return created.name
 
