@@ -7,7 +7,8 @@ accepts, and reporting finish reasons the provider-neutral way.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from google.genai import types
@@ -30,7 +31,11 @@ __all__ = [
     "ResponseReader",
     "build_config",
     "build_contents",
+    "cached_request_config",
     "clean_schema",
+    "content_digests",
+    "estimate_tokens",
+    "prefix_digest",
 ]
 
 _BLOCKED = frozenset(
@@ -318,6 +323,48 @@ def build_config(config: GenerateConfig) -> types.GenerateContentConfig:
     return types.GenerateContentConfig.model_validate(
         {k: v for k, v in fields.items() if v is not None}
     )
+
+
+# -- explicit context caching -------------------------------------------------------------------
+
+# What a cached content holds besides the contents: the request may not repeat these once it
+# names the cache (the API rejects a request that does).
+CACHED_FIELDS = ("system_instruction", "tools", "tool_config")
+
+
+def _json(value: Any) -> str:
+    if hasattr(value, "model_dump_json"):
+        return cast(str, value.model_dump_json(exclude_none=True))
+    return repr(value)
+
+
+def content_digests(contents: Sequence[types.Content]) -> list[str]:
+    """One digest per content, so two requests' shared prefix is found without comparing text."""
+    return [hashlib.sha256(_json(c).encode()).hexdigest() for c in contents]
+
+
+def prefix_digest(model: str, config: types.GenerateContentConfig, key: str) -> str:
+    """A digest of what a cache holds besides the contents (system instruction, tools, tool
+    config), the model, and the session's cache key: a cache is reused only under all four."""
+    parts = [model, key, *(_json(getattr(config, name)) for name in CACHED_FIELDS)]
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
+
+
+def estimate_tokens(config: types.GenerateContentConfig, contents: Sequence[types.Content]) -> int:
+    """A rough token count (four characters a token) of a cacheable prefix — close enough to
+    decide whether it clears Gemini's minimum cacheable size, without a count_tokens call."""
+    size = sum(len(_json(getattr(config, name))) for name in CACHED_FIELDS)
+    size += sum(len(_json(c)) for c in contents)
+    return size // 4
+
+
+def cached_request_config(
+    config: types.GenerateContentConfig, name: str
+) -> types.GenerateContentConfig:
+    """`config` naming the cached content `name`, without the fields the cache already holds."""
+    update: dict[str, Any] = dict.fromkeys(CACHED_FIELDS)
+    update["cached_content"] = name
+    return config.model_copy(update=update)
 
 
 # -- response -----------------------------------------------------------------------------------
