@@ -1,0 +1,419 @@
+"""Guardrails and budgets inside the loop (SPEC G6): the checks behind the loop's hook points.
+
+Nothing here runs unless it is configured: the loop reads `agent.*_guardrails` (empty tuples
+by default) and `ctx.guard` (None without a budget) — attribute reads, no calls — before it
+calls in. A stop (a tripped input/output guardrail, a used-up budget) is one stored record
+that says why (`error_code`, `error_message`, `custom_metadata`), then, when observed, a
+lifecycle event, then the error raised; the runner ends the run cleanly on it (`RunEnd`,
+`RunResult.error`). A stop never leaves a call without a response: a budget that stops a
+step's calls answers each of them with an error naming the budget before the run ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from rondo._frozen import ReadOnlyDict
+from rondo.context import ReadonlyContext
+from rondo.errors import BudgetExceeded, GuardrailTripped
+from rondo.events import Event
+from rondo.guardrails import GuardrailFunctionOutput
+from rondo.lifecycle import BudgetExhausted, GuardrailTriggered, Item
+from rondo.types import Content
+
+if TYPE_CHECKING:
+    from rondo.agents.llm import Agent
+    from rondo.context import InvocationContext, ToolContext
+    from rondo.run_config import Budget, RunConfig
+    from rondo.tools.base import BaseTool
+    from rondo.types import FunctionCall, Usage
+
+__all__ = [
+    "BUDGET_EXCEEDED",
+    "GUARDRAIL_TRIPPED",
+    "RunGuard",
+    "check_input",
+    "check_output",
+    "check_tool_input",
+    "check_tool_output",
+    "make_guard",
+    "stop_items",
+]
+
+# `Event.error_code` of the record a stop leaves.
+GUARDRAIL_TRIPPED = "GUARDRAIL_TRIPPED"
+BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
+
+
+def _jsonable(value: Any) -> Any:
+    """What a guardrail found, as JSON the stores accept (str() for anything else)."""
+    try:
+        return json.loads(json.dumps(value, default=str, allow_nan=False))
+    except ValueError:
+        return str(value)
+
+
+# -- guardrails ----------------------------------------------------------------------------
+
+
+async def _first_trip(
+    guardrails: Sequence[Any], args: tuple[Any, ...]
+) -> tuple[Any, GuardrailFunctionOutput] | None:
+    """Run the guardrails (several at once); the first tripped one in list order, if any."""
+    if len(guardrails) == 1:
+        verdict = await guardrails[0].run(*args)
+        return (guardrails[0], verdict) if verdict.tripwire_triggered else None
+    verdicts = await asyncio.gather(*(g.run(*args) for g in guardrails))
+    for guardrail, verdict in zip(guardrails, verdicts, strict=True):
+        if verdict.tripwire_triggered:
+            return guardrail, verdict
+    return None
+
+
+def _tripped(guardrail: Any, verdict: GuardrailFunctionOutput, what: str) -> GuardrailTripped:
+    name = guardrail.label
+    detail = f": {verdict.message}" if verdict.message else ""
+    return GuardrailTripped(
+        f"{guardrail.stage.replace('_', ' ')} guardrail {name!r} tripped on {what}{detail}",
+        guardrail=name,
+        stage=guardrail.stage,
+        output_info=_jsonable(verdict.output_info),
+        replacement=verdict.message,
+    )
+
+
+def _checked_text(content: Content | None) -> bool:
+    """Whether a turn's message is something to check (not only answers to paused calls)."""
+    return content is not None and any(p.function_response is None for p in content.parts)
+
+
+async def check_input(agent: Agent, ctx: InvocationContext) -> GuardrailTripped | None:
+    """The agent's input guardrails on the turn's message, before any model call."""
+    message = ctx.user_content
+    if message is None or not _checked_text(message):
+        return None
+    trip = await _first_trip(agent.input_guardrails, (ReadonlyContext(ctx), agent, message))
+    return None if trip is None else _tripped(trip[0], trip[1], "the user's message")
+
+
+async def check_output(
+    agent: Agent, ctx: InvocationContext, event: Event
+) -> tuple[Event, GuardrailTripped] | None:
+    """The agent's output guardrails on a final answer: None when it passes, else the record
+    that replaces it (the guardrail's message, or no content: withheld) and the error."""
+    text = event.text
+    if not text:
+        return None
+    trip = await _first_trip(agent.output_guardrails, (ReadonlyContext(ctx), agent, text))
+    if trip is None:
+        return None
+    exc = _tripped(trip[0], trip[1], f"the answer of agent {agent.name!r}")
+    replacement = exc.replacement
+    record = event.model_copy(
+        update={
+            "content": Content.model(replacement) if replacement else None,
+            **_record_fields(exc),
+        }
+    )
+    return record, exc
+
+
+async def check_tool_input(
+    agent: Agent, tctx: ToolContext, tool: BaseTool, args: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The agent's tool input guardrails on a call's arguments: None to run the tool, else the
+    error response that answers the call instead."""
+    trip = await _first_trip(agent.tool_input_guardrails, (tctx, tool, args))
+    if trip is None:
+        return None
+    return _tool_blocked(tctx, _tripped(trip[0], trip[1], f"a call to {tool.name!r}"))
+
+
+async def check_tool_output(
+    agent: Agent, tctx: ToolContext, tool: BaseTool, args: dict[str, Any], result: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The agent's tool output guardrails on a call's result: None to pass it on, else the
+    error response the model sees instead."""
+    trip = await _first_trip(agent.tool_output_guardrails, (tctx, tool, args, result))
+    if trip is None:
+        return None
+    return _tool_blocked(tctx, _tripped(trip[0], trip[1], f"the result of {tool.name!r}"))
+
+
+def _tool_blocked(tctx: ToolContext, exc: GuardrailTripped) -> dict[str, Any]:
+    ctx = tctx.invocation_context
+    call = tctx.function_call
+    if ctx.trace is not None:
+        ctx.trace.note("rondo.guardrail.tripped", _trace_attributes(exc))
+    sink = ctx.sink
+    if ctx.observe and sink is not None:
+        sink.emit(
+            GuardrailTriggered(
+                **ctx.correlation(),
+                guardrail=exc.guardrail,
+                stage=exc.stage,  # pyright: ignore[reportArgumentType]
+                message=str(exc),
+                output_info=exc.output_info,
+                call_id=call.id if call is not None else None,
+                tool_name=call.name if call is not None else None,
+            )
+        )
+    return {"error": str(exc)}
+
+
+# -- budgets ---------------------------------------------------------------------------------
+
+
+def make_guard(config: RunConfig, session_events: Sequence[Event]) -> RunGuard | None:
+    """The run's budget keeper, or None when `config` sets no budget (nothing is checked)."""
+    if config.budget is None and config.session_budget is None:
+        return None
+    return RunGuard(config.budget, config.session_budget, session_events)
+
+
+class _Spent:
+    """What a scope used: model calls, tool calls, tokens, dollars (None: unknown)."""
+
+    __slots__ = ("cost", "model_calls", "reported", "tokens", "tool_calls")
+
+    def __init__(self) -> None:
+        self.model_calls = 0
+        self.tool_calls = 0
+        self.tokens = 0
+        self.cost: float | None = 0.0
+        self.reported = 0  # model calls whose usage arrived
+
+    def add(self, usage: Usage) -> None:
+        self.reported += 1
+        self.tokens += usage.input_tokens + usage.output_tokens
+        if usage.cost_usd is None or self.cost is None:
+            self.cost = None
+        else:
+            self.cost += usage.cost_usd
+
+
+def _session_spent(events: Sequence[Event]) -> _Spent:
+    """A session's stored usage: every record with usage is a model call; tool calls are
+    the function responses agents recorded."""
+    spent = _Spent()
+    for event in events:
+        if event.partial or event.author == "user":
+            continue
+        if event.usage is not None:
+            spent.model_calls += 1
+            spent.add(event.usage)
+        content = event.content
+        if content is not None and content.role == "user":
+            spent.tool_calls += sum(1 for p in content.parts if p.function_response is not None)
+    return spent
+
+
+class RunGuard:
+    """One invocation's budgets (`ctx.guard`): what the run used, checked at the boundaries."""
+
+    __slots__ = ("_last_call", "_streak", "budget", "prior", "run", "session_budget", "started")
+
+    def __init__(
+        self, budget: Budget | None, session_budget: Budget | None, events: Sequence[Event]
+    ) -> None:
+        self.budget = budget
+        self.session_budget = session_budget
+        self.started = time.monotonic()
+        self.run = _Spent()
+        self.prior = _session_spent(events) if session_budget is not None else _Spent()
+        self._last_call: tuple[str, str] | None = None
+        self._streak = 0
+
+    def add_usage(self, usage: Usage) -> None:
+        """A model call's priced usage (called once per call, from the model boundary)."""
+        self.run.add(usage)
+
+    def _exceeded(
+        self, budget: str, limit: float, used: float | None, scope: str, what: str
+    ) -> BudgetExceeded:
+        shown = "unknown" if used is None else f"{used:g}"
+        return BudgetExceeded(
+            f"the {scope}'s {budget} budget is used up ({what}: {shown} of {limit:g}); "
+            f"raise RunConfig.{'budget' if scope == 'run' else 'session_budget'}.{budget} "
+            "to allow more",
+            budget=budget,
+            limit=limit,
+            used=used,
+            scope=scope,
+        )
+
+    def _wall(self) -> BudgetExceeded | None:
+        budget = self.budget
+        if budget is None or budget.wall_time is None:
+            return None
+        elapsed = time.monotonic() - self.started
+        if elapsed < budget.wall_time:
+            return None
+        return self._exceeded("wall_time", budget.wall_time, round(elapsed, 3), "run", "seconds")
+
+    def before_model(self, ctx: InvocationContext) -> BudgetExceeded | None:
+        """The reason not to make another model call, if a budget says so."""
+        run = self.run
+        run.model_calls = ctx.llm_calls
+        for scope, budget, prior in (
+            ("run", self.budget, None),
+            ("session", self.session_budget, self.prior),
+        ):
+            if budget is None:
+                continue
+            calls = run.model_calls + (prior.model_calls if prior else 0)
+            tokens = run.tokens + (prior.tokens if prior else 0)
+            # A call that reported no usage has no price either: the spend is unknown.
+            cost = run.cost if run.reported >= run.model_calls else None
+            if prior is not None:
+                cost = None if cost is None or prior.cost is None else cost + prior.cost
+            if budget.model_calls is not None and calls >= budget.model_calls:
+                return self._exceeded(
+                    "model_calls", budget.model_calls, calls, scope, "model calls"
+                )
+            if budget.total_tokens is not None and tokens >= budget.total_tokens:
+                return self._exceeded("total_tokens", budget.total_tokens, tokens, scope, "tokens")
+            if budget.cost_usd is not None and (cost is None or cost >= budget.cost_usd):
+                return self._exceeded("cost_usd", budget.cost_usd, cost, scope, "US dollars")
+        return self._wall()
+
+    def admit(self, calls: Sequence[FunctionCall]) -> tuple[dict[str, Any], BudgetExceeded | None]:
+        """Which of a step's calls may run: the responses of those that may not (by call id),
+        and the budget that stops the run after this step (None: all may run). Once one call
+        is refused, the calls after it in the step are refused too: the run ends here."""
+        refused: dict[str, Any] = {}
+        stop = self._wall()
+        budget, session = self.budget, self.session_budget
+        for call in calls:
+            if stop is None:
+                stop = self._admit_one(call, budget, session)
+            if stop is not None:
+                refused[call.id or ""] = {"error": f"not run: {stop}"}
+        return refused, stop
+
+    def _admit_one(
+        self, call: FunctionCall, budget: Budget | None, session: Budget | None
+    ) -> BudgetExceeded | None:
+        run = self.run
+        if budget is not None and budget.repeated_calls is not None:
+            signature = (call.name, json.dumps(call.args, sort_keys=True, default=str))
+            self._streak = self._streak + 1 if signature == self._last_call else 1
+            self._last_call = signature
+            if self._streak > budget.repeated_calls:
+                return self._exceeded(
+                    "repeated_calls",
+                    budget.repeated_calls,
+                    self._streak,
+                    "run",
+                    f"identical calls to {call.name!r} in a row",
+                )
+        if budget is not None and budget.tool_calls is not None:
+            if run.tool_calls >= budget.tool_calls:
+                return self._exceeded(
+                    "tool_calls", budget.tool_calls, run.tool_calls + 1, "run", "tool calls"
+                )
+        if session is not None and session.tool_calls is not None:
+            used = run.tool_calls + self.prior.tool_calls
+            if used >= session.tool_calls:
+                return self._exceeded(
+                    "tool_calls", session.tool_calls, used + 1, "session", "tool calls"
+                )
+        run.tool_calls += 1
+        return None
+
+
+# -- stopping ----------------------------------------------------------------------------------
+
+
+def _mark(ctx: InvocationContext, exc: GuardrailTripped | BudgetExceeded) -> None:
+    exc.agent_name = ctx.agent.name
+    exc.branch = ctx.branch
+    setattr(exc, "recorded", True)  # the runner stores no second record for it
+
+
+def _record_fields(exc: GuardrailTripped | BudgetExceeded) -> dict[str, Any]:
+    if isinstance(exc, GuardrailTripped):
+        code = GUARDRAIL_TRIPPED
+        meta = {
+            "guardrail": exc.guardrail,
+            "stage": exc.stage,
+            "output_info": exc.output_info,
+        }
+        key = "rondo:guardrail"
+    else:
+        code = BUDGET_EXCEEDED
+        meta = {"budget": exc.budget, "scope": exc.scope, "limit": exc.limit, "used": exc.used}
+        key = "rondo:budget"
+    # Frozen like every record's maps (G1): the output guardrail's record is a model_copy.
+    metadata = ReadOnlyDict({key: ReadOnlyDict(meta)})
+    return {"error_code": code, "error_message": str(exc), "custom_metadata": metadata}
+
+
+def stop_record(
+    ctx: InvocationContext, exc: GuardrailTripped | BudgetExceeded, author: str | None = None
+) -> Event:
+    """The record that says why the run stopped (an input guardrail's reply as its text)."""
+    replacement = exc.replacement if isinstance(exc, GuardrailTripped) else None
+    return Event(
+        author=author or ctx.agent.name,
+        invocation_id=ctx.invocation_id,
+        run_id=ctx.run_id,
+        branch=ctx.branch,
+        isolation_scope=ctx.isolation_scope,
+        content=Content.model(replacement) if replacement else None,
+        **_record_fields(exc),
+    )
+
+
+def _trace_attributes(exc: GuardrailTripped | BudgetExceeded) -> dict[str, Any]:
+    if isinstance(exc, GuardrailTripped):
+        return {"rondo.guardrail.name": exc.guardrail, "rondo.guardrail.stage": exc.stage}
+    attributes: dict[str, Any] = {"rondo.budget.name": exc.budget, "rondo.budget.scope": exc.scope}
+    if exc.limit is not None:
+        attributes["rondo.budget.limit"] = exc.limit
+    if exc.used is not None:
+        attributes["rondo.budget.used"] = exc.used
+    return attributes
+
+
+def stop_items(
+    ctx: InvocationContext, exc: GuardrailTripped | BudgetExceeded, record: Event | None = None
+) -> list[Item]:
+    """What a stop yields before its error is raised: the record that says why (a new one
+    unless `record`, an answer already replaced, is it), then the lifecycle event."""
+    items: list[Item] = []
+    if record is None:
+        items.append(stop_record(ctx, exc))
+    _mark(ctx, exc)
+    if ctx.trace is not None:
+        name = "rondo.guardrail.tripped" if isinstance(exc, GuardrailTripped) else (
+            "rondo.budget.exceeded"
+        )
+        ctx.trace.note(name, _trace_attributes(exc))
+    if ctx.observe:
+        if isinstance(exc, GuardrailTripped):
+            items.append(
+                GuardrailTriggered(
+                    **ctx.correlation(),
+                    guardrail=exc.guardrail,
+                    stage=exc.stage,  # pyright: ignore[reportArgumentType]
+                    message=str(exc),
+                    output_info=exc.output_info,
+                )
+            )
+        else:
+            items.append(
+                BudgetExhausted(
+                    **ctx.correlation(),
+                    budget=exc.budget,
+                    scope=exc.scope,  # pyright: ignore[reportArgumentType]
+                    limit=exc.limit,
+                    used=exc.used,
+                    message=str(exc),
+                )
+            )
+    return items
