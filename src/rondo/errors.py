@@ -188,9 +188,11 @@ class BudgetExceeded(RondoError):
         self.limit = limit
         self.used = used
         self.scope = scope
-        # The agent (and branch) that was running when the budget stopped it.
+        # The agent (and branch) that was running when the budget stopped it, and whether
+        # the record that says why is stored already (else the runner stores one).
         self.agent_name = ""
         self.branch = ""
+        self.recorded = False
 
 
 class LlmCallsLimitExceeded(BudgetExceeded):
@@ -231,6 +233,7 @@ class GuardrailTripped(RondoError):
         self.replacement = replacement
         self.agent_name = ""
         self.branch = ""
+        self.recorded = False
 
 
 class InstructionError(RondoError, KeyError):

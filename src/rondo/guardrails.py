@@ -181,14 +181,15 @@ def as_guardrails(value: Any, kind: Any, what: str) -> tuple[Any, ...]:
     """An agent's guardrail list: guardrails of `kind`, plain functions wrapped as one."""
     if value is None:
         return ()
-    items: Any = value if isinstance(value, list | tuple) else (value,)
+    items: tuple[Any, ...] = (
+        tuple(cast(Any, value)) if isinstance(value, list | tuple) else (value,)
+    )
     out: list[Any] = []
-    for item in cast(tuple[Any, ...], tuple(items)):
+    for item in items:
         if isinstance(item, _Guardrail):
             if not isinstance(item, kind):
                 raise InvalidCallbackError(
-                    f"{what} takes {kind.__name__}s, got a {type(item).__name__} "
-                    f"({item.label!r})"
+                    f"{what} takes {kind.__name__}s, got a {type(item).__name__} ({item.label!r})"
                 )
             out.append(item)
         elif callable(item):

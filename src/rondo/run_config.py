@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from rondo.errors import ConfigurationError
+
 if TYPE_CHECKING:
     from rondo.models.base import ModelResponse
 
@@ -147,6 +149,8 @@ class RunConfig(BaseModel):
     @classmethod
     def _session_budget(cls, value: Budget | None) -> Budget | None:
         if value is not None and (value.wall_time is not None or value.repeated_calls is not None):
-            raise ValueError("session_budget counts stored usage: wall_time and repeated_calls "
-                             "are per run (set them in budget)")
+            raise ConfigurationError(
+                "session_budget counts stored usage: wall_time and repeated_calls are per run "
+                "(set them in budget)"
+            )
         return value

@@ -540,7 +540,7 @@ class Runner:
                 # G6: a guardrail or a budget ended the run; it ends cleanly, on a record
                 # that says why (stored where it stopped, or here when a hook raised it).
                 stopped = exc
-                if not getattr(exc, "recorded", False):
+                if not exc.recorded:
                     record = await self._on_event(ctx, _stop_record(ctx, exc))
                     summary.record(record)
                     pause()

@@ -130,7 +130,7 @@ async def check_tool_input(
     trip = await _first_trip(agent.tool_input_guardrails, (tctx, tool, args))
     if trip is None:
         return None
-    return _tool_blocked(tctx, _tripped(trip[0], trip[1], f"a call to {tool.name!r}"))
+    return _tool_blocked(tctx, tool, _tripped(trip[0], trip[1], f"a call to {tool.name!r}"))
 
 
 async def check_tool_output(
@@ -141,12 +141,11 @@ async def check_tool_output(
     trip = await _first_trip(agent.tool_output_guardrails, (tctx, tool, args, result))
     if trip is None:
         return None
-    return _tool_blocked(tctx, _tripped(trip[0], trip[1], f"the result of {tool.name!r}"))
+    return _tool_blocked(tctx, tool, _tripped(trip[0], trip[1], f"the result of {tool.name!r}"))
 
 
-def _tool_blocked(tctx: ToolContext, exc: GuardrailTripped) -> dict[str, Any]:
+def _tool_blocked(tctx: ToolContext, tool: BaseTool, exc: GuardrailTripped) -> dict[str, Any]:
     ctx = tctx.invocation_context
-    call = tctx.function_call
     if ctx.trace is not None:
         ctx.trace.note("rondo.guardrail.tripped", _trace_attributes(exc))
     sink = ctx.sink
@@ -158,8 +157,8 @@ def _tool_blocked(tctx: ToolContext, exc: GuardrailTripped) -> dict[str, Any]:
                 stage=exc.stage,  # pyright: ignore[reportArgumentType]
                 message=str(exc),
                 output_info=exc.output_info,
-                call_id=call.id if call is not None else None,
-                tool_name=call.name if call is not None else None,
+                call_id=tctx.function_call_id,
+                tool_name=tool.name,
             )
         )
     return {"error": str(exc)}
@@ -311,11 +310,14 @@ class RunGuard:
                     "run",
                     f"identical calls to {call.name!r} in a row",
                 )
-        if budget is not None and budget.tool_calls is not None:
-            if run.tool_calls >= budget.tool_calls:
-                return self._exceeded(
-                    "tool_calls", budget.tool_calls, run.tool_calls + 1, "run", "tool calls"
-                )
+        if (
+            budget is not None
+            and budget.tool_calls is not None
+            and run.tool_calls >= budget.tool_calls
+        ):
+            return self._exceeded(
+                "tool_calls", budget.tool_calls, run.tool_calls + 1, "run", "tool calls"
+            )
         if session is not None and session.tool_calls is not None:
             used = run.tool_calls + self.prior.tool_calls
             if used >= session.tool_calls:
@@ -332,7 +334,7 @@ class RunGuard:
 def _mark(ctx: InvocationContext, exc: GuardrailTripped | BudgetExceeded) -> None:
     exc.agent_name = ctx.agent.name
     exc.branch = ctx.branch
-    setattr(exc, "recorded", True)  # the runner stores no second record for it
+    exc.recorded = True  # the runner stores no second record for it
 
 
 def _record_fields(exc: GuardrailTripped | BudgetExceeded) -> dict[str, Any]:
@@ -390,8 +392,10 @@ def stop_items(
         items.append(stop_record(ctx, exc))
     _mark(ctx, exc)
     if ctx.trace is not None:
-        name = "rondo.guardrail.tripped" if isinstance(exc, GuardrailTripped) else (
-            "rondo.budget.exceeded"
+        name = (
+            "rondo.guardrail.tripped"
+            if isinstance(exc, GuardrailTripped)
+            else ("rondo.budget.exceeded")
         )
         ctx.trace.note(name, _trace_attributes(exc))
     if ctx.observe:
