@@ -70,9 +70,18 @@ class _Guardrail:
     def label(self) -> str:
         return self.name or getattr(self.guardrail_function, "__name__", "guardrail")
 
+    async def trip(self, args: tuple[Any, ...]) -> tuple[Any, GuardrailFunctionOutput] | None:
+        """(this guardrail, its verdict) when it trips on `args`, else None."""
+        result: Any = self.guardrail_function(*args)
+        if type(result) is not GuardrailFunctionOutput:
+            result = await self._verdict(result)  # a sync one returning the output: no call
+        return (self, result) if result.tripwire_triggered else None
+
     async def run(self, *args: Any) -> GuardrailFunctionOutput:
         """Call the function (sync or async) and read its verdict."""
-        result: Any = self.guardrail_function(*args)
+        return await self._verdict(self.guardrail_function(*args))
+
+    async def _verdict(self, result: Any) -> GuardrailFunctionOutput:
         if isinstance(result, Awaitable):
             result = await cast(Awaitable[Any], result)
         if isinstance(result, GuardrailFunctionOutput):
@@ -95,8 +104,8 @@ class InputGuardrail(_Guardrail):
 
 @dataclass(frozen=True)
 class OutputGuardrail(_Guardrail):
-    """`fn(ctx: ReadonlyContext, agent, output: str)`: the agent's final answer (its text),
-    before it is stored or shown."""
+    """`fn(ctx: ReadonlyContext, agent, output: Content)`: the agent's final answer (`.text`
+    for its text; a structured answer is its JSON), before it is stored or shown."""
 
     stage: GuardrailStage = "output"
 

@@ -829,9 +829,9 @@ def _guard(ctx: InvocationContext) -> Any:
     config = ctx.run_config
     if config.budget is None and config.session_budget is None:
         return None
-    from rondo.flow.guards import make_guard
+    from rondo.flow.guards import RunGuard
 
-    return make_guard(config, ctx.session.events)
+    return RunGuard(config, ctx.session.events)
 
 
 def _stop_record(ctx: InvocationContext, exc: GuardrailTripped | BudgetExceeded) -> Event:

@@ -178,9 +178,9 @@ async def test_g6_an_answer_to_paused_calls_is_not_checked_as_input() -> None:
 
 
 @output_guardrail
-def no_card_numbers(ctx: Any, agent: Any, output: str) -> GuardrailFunctionOutput:
+def no_card_numbers(ctx: Any, agent: Any, output: Content) -> GuardrailFunctionOutput:
     return GuardrailFunctionOutput(
-        tripwire_triggered="4111" in output, message="[answer withheld: card number]"
+        tripwire_triggered="4111" in output.text, message="[answer withheld: card number]"
     )
 
 
@@ -205,8 +205,8 @@ async def test_g6_a_tripped_output_guardrail_replaces_the_answer_and_the_record_
 
 async def test_g6_an_output_guardrail_without_message_withholds_and_nothing_streams() -> None:
     @output_guardrail
-    def block(ctx: Any, agent: Any, output: str) -> bool:
-        return "secret" in output
+    def block(ctx: Any, agent: Any, output: Content) -> bool:
+        return "secret" in output.text
 
     chunks = [
         ModelResponse(content=Content.model("the secret "), partial=True),

@@ -197,21 +197,6 @@ async def _after_tool(
     return result, error
 
 
-async def _checked_result(
-    agent: Agent,
-    tctx: ToolContext,
-    tool: BaseTool,
-    args: dict[str, Any],
-    result: dict[str, Any],
-    error: str | None,
-) -> tuple[dict[str, Any], str | None]:
-    """G6: the result the model would see passes the tool output guardrails, or is withheld."""
-    blocked = await check_tool_output(agent, tctx, tool, args, result)
-    if blocked is None:
-        return result, error
-    return blocked, blocked["error"]
-
-
 async def run_call(
     agent: Agent,
     ctx: InvocationContext,
@@ -275,7 +260,9 @@ async def run_call(
     if known:
         result, error = await _after_tool(agent, ctx, tool, args, tctx, result, error, None)
         if agent.tool_output_guardrails and how == "ran":
-            result, error = await _checked_result(agent, tctx, tool, args, result, error)
+            blocked = await check_tool_output(agent, tctx, tool, args, result)
+            if blocked is not None:  # G6: the model sees the guardrail's error instead
+                result, error = blocked, blocked["error"]
     return CallOutcome(call, result, actions, error, _ms(started), paused=how == "paused")
 
 
@@ -297,7 +284,9 @@ async def _run_traced(
         if how != "delayed" and known:
             result, error = await _after_tool(agent, ctx, tool, args, tctx, result, error, traced)
             if agent.tool_output_guardrails and how == "ran":
-                result, error = await _checked_result(agent, tctx, tool, args, result, error)
+                blocked = await check_tool_output(agent, tctx, tool, args, result)
+                if blocked is not None:  # G6: the model sees the guardrail's error instead
+                    result, error = blocked, blocked["error"]
     except BaseException as exc:
         if isinstance(exc, asyncio.CancelledError):
             tctx.cancel_event.set()  # a sync tool in its thread can see it (R7)

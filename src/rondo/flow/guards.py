@@ -40,7 +40,6 @@ __all__ = [
     "check_output",
     "check_tool_input",
     "check_tool_output",
-    "make_guard",
     "stop_items",
 ]
 
@@ -63,10 +62,8 @@ def _jsonable(value: Any) -> Any:
 async def _first_trip(
     guardrails: Sequence[Any], args: tuple[Any, ...]
 ) -> tuple[Any, GuardrailFunctionOutput] | None:
-    """Run the guardrails (several at once); the first tripped one in list order, if any."""
-    if len(guardrails) == 1:
-        verdict = await guardrails[0].run(*args)
-        return (guardrails[0], verdict) if verdict.tripwire_triggered else None
+    """Run several guardrails at once; the first tripped one in list order, if any. (One
+    guardrail is awaited directly by the callers: a call less on every check.)"""
     verdicts = await asyncio.gather(*(g.run(*args) for g in guardrails))
     for guardrail, verdict in zip(guardrails, verdicts, strict=True):
         if verdict.tripwire_triggered:
@@ -86,17 +83,21 @@ def _tripped(guardrail: Any, verdict: GuardrailFunctionOutput, what: str) -> Gua
     )
 
 
-def _checked_text(content: Content | None) -> bool:
-    """Whether a turn's message is something to check (not only answers to paused calls)."""
-    return content is not None and any(p.function_response is None for p in content.parts)
-
-
 async def check_input(agent: Agent, ctx: InvocationContext) -> GuardrailTripped | None:
     """The agent's input guardrails on the turn's message, before any model call."""
     message = ctx.user_content
-    if message is None or not _checked_text(message):
+    if message is None:
         return None
-    trip = await _first_trip(agent.input_guardrails, (ReadonlyContext(ctx), agent, message))
+    for part in message.parts:
+        if part.function_response is None:
+            break
+    else:
+        return None  # only answers to paused calls: not a new input
+    guardrails = agent.input_guardrails
+    args = (ReadonlyContext(ctx), agent, message)
+    trip = await (
+        guardrails[0].trip(args) if len(guardrails) == 1 else _first_trip(guardrails, args)
+    )
     return None if trip is None else _tripped(trip[0], trip[1], "the user's message")
 
 
@@ -105,10 +106,14 @@ async def check_output(
 ) -> tuple[Event, GuardrailTripped] | None:
     """The agent's output guardrails on a final answer: None when it passes, else the record
     that replaces it (the guardrail's message, or no content: withheld) and the error."""
-    text = event.text
-    if not text:
+    content = event.content
+    if content is None:
         return None
-    trip = await _first_trip(agent.output_guardrails, (ReadonlyContext(ctx), agent, text))
+    guardrails = agent.output_guardrails
+    args = (ReadonlyContext(ctx), agent, content)
+    trip = await (
+        guardrails[0].trip(args) if len(guardrails) == 1 else _first_trip(guardrails, args)
+    )
     if trip is None:
         return None
     exc = _tripped(trip[0], trip[1], f"the answer of agent {agent.name!r}")
@@ -127,7 +132,11 @@ async def check_tool_input(
 ) -> dict[str, Any] | None:
     """The agent's tool input guardrails on a call's arguments: None to run the tool, else the
     error response that answers the call instead."""
-    trip = await _first_trip(agent.tool_input_guardrails, (tctx, tool, args))
+    guardrails = agent.tool_input_guardrails
+    checked = (tctx, tool, args)
+    trip = await (
+        guardrails[0].trip(checked) if len(guardrails) == 1 else _first_trip(guardrails, checked)
+    )
     if trip is None:
         return None
     return _tool_blocked(tctx, tool, _tripped(trip[0], trip[1], f"a call to {tool.name!r}"))
@@ -138,7 +147,11 @@ async def check_tool_output(
 ) -> dict[str, Any] | None:
     """The agent's tool output guardrails on a call's result: None to pass it on, else the
     error response the model sees instead."""
-    trip = await _first_trip(agent.tool_output_guardrails, (tctx, tool, args, result))
+    guardrails = agent.tool_output_guardrails
+    checked = (tctx, tool, args, result)
+    trip = await (
+        guardrails[0].trip(checked) if len(guardrails) == 1 else _first_trip(guardrails, checked)
+    )
     if trip is None:
         return None
     return _tool_blocked(tctx, tool, _tripped(trip[0], trip[1], f"the result of {tool.name!r}"))
@@ -165,85 +178,94 @@ def _tool_blocked(tctx: ToolContext, tool: BaseTool, exc: GuardrailTripped) -> d
 
 
 # -- budgets ---------------------------------------------------------------------------------
-
-
-def make_guard(config: RunConfig, session_events: Sequence[Event]) -> RunGuard | None:
-    """The run's budget keeper, or None when `config` sets no budget (nothing is checked)."""
-    if config.budget is None and config.session_budget is None:
-        return None
-    return RunGuard(config.budget, config.session_budget, session_events)
+# Called at every model call and tool step of a run with a budget: written for few calls
+# (issue 24.7 measures them against the tool loop's).
 
 
 class _Spent:
-    """What a scope used: model calls, tool calls, tokens, dollars (None: unknown)."""
+    """What a session's stored records used: model calls, tool calls, tokens, dollars."""
 
     __slots__ = ("cost", "model_calls", "reported", "tokens", "tool_calls")
 
-    def __init__(self) -> None:
-        self.model_calls = 0
-        self.tool_calls = 0
-        self.tokens = 0
-        self.cost: float | None = 0.0
-        self.reported = 0  # model calls whose usage arrived
+    def __init__(self, events: Sequence[Event]) -> None:
+        """Every stored record with usage is a model call; tool calls are the function
+        responses agents recorded."""
+        self.model_calls = self.tool_calls = self.tokens = 0
+        cost: float | None = 0.0
+        for event in events:
+            if event.partial or event.author == "user":
+                continue
+            usage = event.usage
+            if usage is not None:
+                self.model_calls += 1
+                self.tokens += usage.input_tokens + usage.output_tokens
+                cost = None if cost is None or usage.cost_usd is None else cost + usage.cost_usd
+            content = event.content
+            if content is not None and content.role == "user":
+                self.tool_calls += sum(1 for p in content.parts if p.function_response is not None)
+        self.cost = cost
+        self.reported = self.model_calls
 
-    def add(self, usage: Usage) -> None:
-        self.reported += 1
-        self.tokens += usage.input_tokens + usage.output_tokens
-        if usage.cost_usd is None or self.cost is None:
-            self.cost = None
-        else:
-            self.cost += usage.cost_usd
+
+def _exceeded(budget: str, limit: float, used: float | None, scope: str) -> BudgetExceeded:
+    shown = "unknown" if used is None else f"{used:g}"
+    field = "budget" if scope == "run" else "session_budget"
+    return BudgetExceeded(
+        f"the {scope}'s {budget} budget is used up ({shown} used of {limit:g}); raise "
+        f"RunConfig.{field}.{budget} to allow more",
+        budget=budget,
+        limit=limit,
+        used=used,
+        scope=scope,
+    )
 
 
-def _session_spent(events: Sequence[Event]) -> _Spent:
-    """A session's stored usage: every record with usage is a model call; tool calls are
-    the function responses agents recorded."""
-    spent = _Spent()
-    for event in events:
-        if event.partial or event.author == "user":
-            continue
-        if event.usage is not None:
-            spent.model_calls += 1
-            spent.add(event.usage)
-        content = event.content
-        if content is not None and content.role == "user":
-            spent.tool_calls += sum(1 for p in content.parts if p.function_response is not None)
-    return spent
+def _over(
+    budget: Budget, calls: int, tokens: int, cost: float | None, scope: str
+) -> BudgetExceeded | None:
+    """The first of `budget`'s model-side limits that what was used reached."""
+    if budget.model_calls is not None and calls >= budget.model_calls:
+        return _exceeded("model_calls", budget.model_calls, calls, scope)
+    if budget.total_tokens is not None and tokens >= budget.total_tokens:
+        return _exceeded("total_tokens", budget.total_tokens, tokens, scope)
+    if budget.cost_usd is not None and (cost is None or cost >= budget.cost_usd):
+        return _exceeded("cost_usd", budget.cost_usd, cost, scope)
+    return None
 
 
 class RunGuard:
-    """One invocation's budgets (`ctx.guard`): what the run used, checked at the boundaries."""
+    """One invocation's budgets (`ctx.guard`): what the run used, checked at the boundaries.
+    The runner makes one only when `RunConfig` sets a budget."""
 
-    __slots__ = ("_last_call", "_streak", "budget", "prior", "run", "session_budget", "started")
+    __slots__ = (
+        "budget",
+        "cost",
+        "last_call",
+        "prior",
+        "reported",
+        "session_budget",
+        "started",
+        "streak",
+        "tokens",
+        "tool_calls",
+    )
 
-    def __init__(
-        self, budget: Budget | None, session_budget: Budget | None, events: Sequence[Event]
-    ) -> None:
-        self.budget = budget
-        self.session_budget = session_budget
+    def __init__(self, config: RunConfig, events: Sequence[Event]) -> None:
+        self.budget = config.budget
+        self.session_budget = session = config.session_budget
         self.started = time.monotonic()
-        self.run = _Spent()
-        self.prior = _session_spent(events) if session_budget is not None else _Spent()
-        self._last_call: tuple[str, str] | None = None
-        self._streak = 0
+        self.tool_calls = self.tokens = self.reported = self.streak = 0
+        self.cost: float | None = 0.0
+        self.last_call: FunctionCall | None = None
+        # What the session's stored records used before this run (G6 per session).
+        self.prior = _Spent(events) if session is not None else None
 
     def add_usage(self, usage: Usage) -> None:
-        """A model call's priced usage (called once per call, from the model boundary)."""
-        self.run.add(usage)
-
-    def _exceeded(
-        self, budget: str, limit: float, used: float | None, scope: str, what: str
-    ) -> BudgetExceeded:
-        shown = "unknown" if used is None else f"{used:g}"
-        return BudgetExceeded(
-            f"the {scope}'s {budget} budget is used up ({what}: {shown} of {limit:g}); "
-            f"raise RunConfig.{'budget' if scope == 'run' else 'session_budget'}.{budget} "
-            "to allow more",
-            budget=budget,
-            limit=limit,
-            used=used,
-            scope=scope,
-        )
+        """A model call's priced usage (once per call, from the model boundary)."""
+        self.reported += 1
+        self.tokens += usage.input_tokens + usage.output_tokens
+        cost = self.cost
+        self.cost = None if cost is None or usage.cost_usd is None else cost + usage.cost_usd
 
     def _wall(self) -> BudgetExceeded | None:
         budget = self.budget
@@ -252,80 +274,62 @@ class RunGuard:
         elapsed = time.monotonic() - self.started
         if elapsed < budget.wall_time:
             return None
-        return self._exceeded("wall_time", budget.wall_time, round(elapsed, 3), "run", "seconds")
+        return _exceeded("wall_time", budget.wall_time, round(elapsed, 3), "run")
 
     def before_model(self, ctx: InvocationContext) -> BudgetExceeded | None:
         """The reason not to make another model call, if a budget says so."""
-        run = self.run
-        run.model_calls = ctx.llm_calls
-        for scope, budget, prior in (
-            ("run", self.budget, None),
-            ("session", self.session_budget, self.prior),
-        ):
-            if budget is None:
-                continue
-            calls = run.model_calls + (prior.model_calls if prior else 0)
-            tokens = run.tokens + (prior.tokens if prior else 0)
-            # A call that reported no usage has no price either: the spend is unknown.
-            cost = run.cost if run.reported >= run.model_calls else None
-            if prior is not None:
-                cost = None if cost is None or prior.cost is None else cost + prior.cost
-            if budget.model_calls is not None and calls >= budget.model_calls:
-                return self._exceeded(
-                    "model_calls", budget.model_calls, calls, scope, "model calls"
-                )
-            if budget.total_tokens is not None and tokens >= budget.total_tokens:
-                return self._exceeded("total_tokens", budget.total_tokens, tokens, scope, "tokens")
-            if budget.cost_usd is not None and (cost is None or cost >= budget.cost_usd):
-                return self._exceeded("cost_usd", budget.cost_usd, cost, scope, "US dollars")
-        return self._wall()
+        calls = ctx.llm_calls
+        # A call that reported no usage has no price either: the spend is unknown.
+        cost = self.cost if self.reported >= calls else None
+        budget = self.budget
+        if budget is not None:
+            stop = _over(budget, calls, self.tokens, cost, "run")
+            if stop is not None:
+                return stop
+            if budget.wall_time is not None:
+                elapsed = time.monotonic() - self.started
+                if elapsed >= budget.wall_time:
+                    return _exceeded("wall_time", budget.wall_time, round(elapsed, 3), "run")
+        session, prior = self.session_budget, self.prior
+        if session is not None and prior is not None:
+            if cost is not None and prior.cost is not None:
+                cost += prior.cost
+            else:
+                cost = None
+            return _over(
+                session, calls + prior.model_calls, self.tokens + prior.tokens, cost, "session"
+            )
+        return None
 
     def admit(self, calls: Sequence[FunctionCall]) -> tuple[dict[str, Any], BudgetExceeded | None]:
         """Which of a step's calls may run: the responses of those that may not (by call id),
         and the budget that stops the run after this step (None: all may run). Once one call
         is refused, the calls after it in the step are refused too: the run ends here."""
         refused: dict[str, Any] = {}
-        stop = self._wall()
         budget, session = self.budget, self.session_budget
+        stop = self._wall() if budget is not None and budget.wall_time is not None else None
         for call in calls:
+            if stop is None and budget is not None and budget.repeated_calls is not None:
+                # Solon's StopLoop: the same tool with the same arguments, again and again
+                # (arguments compare as JSON values; the frozen map is kept, not copied).
+                last = self.last_call
+                same = last is not None and last.name == call.name and last.args == call.args
+                self.streak = self.streak + 1 if same else 1
+                self.last_call = call
+                if self.streak > budget.repeated_calls:
+                    stop = _exceeded("repeated_calls", budget.repeated_calls, self.streak, "run")
+            limit = budget.tool_calls if budget is not None else None
+            if stop is None and limit is not None and self.tool_calls >= limit:
+                stop = _exceeded("tool_calls", limit, self.tool_calls + 1, "run")
+            if stop is None and session is not None and session.tool_calls is not None:
+                used = self.tool_calls + (self.prior.tool_calls if self.prior else 0)
+                if used >= session.tool_calls:
+                    stop = _exceeded("tool_calls", session.tool_calls, used + 1, "session")
             if stop is None:
-                stop = self._admit_one(call, budget, session)
-            if stop is not None:
+                self.tool_calls += 1
+            else:
                 refused[call.id or ""] = {"error": f"not run: {stop}"}
         return refused, stop
-
-    def _admit_one(
-        self, call: FunctionCall, budget: Budget | None, session: Budget | None
-    ) -> BudgetExceeded | None:
-        run = self.run
-        if budget is not None and budget.repeated_calls is not None:
-            signature = (call.name, json.dumps(call.args, sort_keys=True, default=str))
-            self._streak = self._streak + 1 if signature == self._last_call else 1
-            self._last_call = signature
-            if self._streak > budget.repeated_calls:
-                return self._exceeded(
-                    "repeated_calls",
-                    budget.repeated_calls,
-                    self._streak,
-                    "run",
-                    f"identical calls to {call.name!r} in a row",
-                )
-        if (
-            budget is not None
-            and budget.tool_calls is not None
-            and run.tool_calls >= budget.tool_calls
-        ):
-            return self._exceeded(
-                "tool_calls", budget.tool_calls, run.tool_calls + 1, "run", "tool calls"
-            )
-        if session is not None and session.tool_calls is not None:
-            used = run.tool_calls + self.prior.tool_calls
-            if used >= session.tool_calls:
-                return self._exceeded(
-                    "tool_calls", session.tool_calls, used + 1, "session", "tool calls"
-                )
-        run.tool_calls += 1
-        return None
 
 
 # -- stopping ----------------------------------------------------------------------------------
