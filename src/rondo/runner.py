@@ -540,8 +540,11 @@ class Runner:
                 # G6: a guardrail or a budget ended the run; it ends cleanly, on a record
                 # that says why (stored where it stopped, or here when a hook raised it).
                 stopped = exc
+                records = _after_stop(ctx, exc)
                 if not exc.recorded:
-                    record = await self._on_event(ctx, _stop_record(ctx, exc))
+                    records.append(_stop_record(ctx, exc))
+                for record in records:
+                    record = await self._on_event(ctx, record)
                     summary.record(record)
                     pause()
                     yield record
@@ -832,6 +835,14 @@ def _guard(ctx: InvocationContext) -> Any:
     from rondo.flow.guards import RunGuard
 
     return RunGuard(config, ctx.session.events)
+
+
+def _after_stop(ctx: InvocationContext, exc: GuardrailTripped | BudgetExceeded) -> list[Event]:
+    """G6: responses for the calls a stop cut short (a parallel branch's call in flight)."""
+    from rondo.flow.guards import answer_unanswered
+
+    pending = {p.call_id for p in ctx.session.pending}
+    return answer_unanswered(ctx.session.events, ctx.invocation_id, pending, exc)
 
 
 def _stop_record(ctx: InvocationContext, exc: GuardrailTripped | BudgetExceeded) -> Event:

@@ -516,3 +516,34 @@ async def test_24_7_without_guardrails_or_budgets_no_guard_code_runs_in_the_tool
         sys.setprofile(None)
     assert "admit" in called
     assert "before_model" in called
+
+
+async def test_g6_a_stop_in_one_parallel_branch_answers_the_calls_it_cut_short() -> None:
+    ran: list[str] = []
+
+    async def slow(x: str) -> dict[str, Any]:
+        """Takes a while."""
+        for _ in range(20):
+            await asyncio.sleep(0.01)
+        ran.append(x)
+        return {"ok": x}
+
+    branches = [
+        Agent(
+            name=name,
+            model=ScriptedModel([FunctionCall(name="slow", args={"x": name}), "done"]),
+            tools=[slow],
+        )
+        for name in ("a", "b")
+    ]
+    runner = Runner(agent=rondo.ParallelAgent(name="both", sub_agents=branches), app_name=APP)
+    result = await runner.run_to_result(
+        user_id=USER,
+        session_id=SESSION,
+        new_message="go",
+        run_config=RunConfig(budget=Budget(tool_calls=1)),
+    )
+    assert isinstance(result.error, BudgetExceeded)
+    calls, responses = answered_calls((await stored(runner)).events)
+    assert len(calls) == 2
+    assert calls == responses

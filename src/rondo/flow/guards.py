@@ -23,7 +23,7 @@ from rondo.errors import BudgetExceeded, GuardrailTripped
 from rondo.events import Event
 from rondo.guardrails import GuardrailFunctionOutput
 from rondo.lifecycle import BudgetExhausted, GuardrailTriggered, Item
-from rondo.types import Content
+from rondo.types import Content, FunctionResponse, Part
 
 if TYPE_CHECKING:
     from rondo.agents.llm import Agent
@@ -425,3 +425,50 @@ def stop_items(
                 )
             )
     return items
+
+
+def answer_unanswered(
+    events: Sequence[Event],
+    invocation_id: str,
+    pending: set[str],
+    exc: GuardrailTripped | BudgetExceeded,
+) -> list[Event]:
+    """The records that answer this invocation's calls left without a response when a stop
+    cut them short (a parallel branch's call in flight), one per agent and branch; calls that
+    wait for a decision or an external result (`pending`) keep waiting."""
+    answered: set[str] = set()
+    open_calls: dict[str, tuple[Event, FunctionCall]] = {}
+    for event in events:
+        if event.invocation_id != invocation_id:
+            continue
+        content = event.content
+        if content is None:
+            continue
+        for part in content.parts:
+            call, response = part.function_call, part.function_response
+            if response is not None and response.id:
+                answered.add(response.id)
+            elif call is not None and call.id and call.id not in event.long_running_tool_ids:
+                open_calls.setdefault(call.id, (event, call))
+    groups: dict[tuple[str, str, str], list[Part]] = {}
+    for call_id, (event, call) in open_calls.items():
+        if call_id in answered or call_id in pending:
+            continue
+        message = f"interrupted: the run ended before this call returned ({exc})"
+        part = Part(
+            function_response=FunctionResponse(
+                name=call.name, response={"error": message}, id=call_id
+            )
+        )
+        groups.setdefault((event.author, event.branch, event.isolation_scope), []).append(part)
+    return [
+        Event(
+            author=author,
+            invocation_id=invocation_id,
+            run_id=next((e.run_id for e in events if e.invocation_id == invocation_id), ""),
+            branch=branch,
+            isolation_scope=scope,
+            content=Content(role="user", parts=parts),
+        )
+        for (author, branch, scope), parts in groups.items()
+    ]
