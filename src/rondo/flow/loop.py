@@ -233,7 +233,10 @@ class Flow:
                 event = last = self._model_event(ctx, response, request.tools, actions)
                 if agent.output_guardrails:
                     if event.partial:
-                        continue  # G6: an answer is shown only once its guardrails passed
+                        # G6: an answer is shown only once its guardrails passed (not even
+                        # in the round's end, should the stream stop on this partial).
+                        last = None
+                        continue
                     if event.is_final_response():
                         checked = await check_output(agent, ctx, event)
                         if checked is not None:
