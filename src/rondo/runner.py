@@ -488,10 +488,12 @@ class Runner:
         observe: bool,
         result: dict[str, Any] | None = None,
         demand: Demand | None = None,
+        guard: Any = None,
     ) -> AsyncGenerator[Item, None]:
         """The one execution path behind every entry point: yields records and, with
         `observe`, the lifecycle events built alongside them. `result`, when given, is
-        filled with what `RunResult` reports. A sub-run passes its caller's `demand`."""
+        filled with what `RunResult` reports. A sub-run passes its caller's `demand` and
+        budget keeper (`guard`: one budget for the run and the agents it runs as tools)."""
         from rondo.events import Event
 
         ctx, resumed = await self._begin(
@@ -503,6 +505,8 @@ class Runner:
             observe,
             demand,
         )
+        if guard is not None:
+            ctx.guard = guard
         # R7: while the consumer holds an item, work beside the loop starts nothing new.
         pause, resume = (
             (_noop, _noop) if demand is not None else (ctx.demand.pause, ctx.demand.resume)

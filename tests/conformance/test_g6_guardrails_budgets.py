@@ -547,3 +547,16 @@ async def test_g6_a_stop_in_one_parallel_branch_answers_the_calls_it_cut_short()
     calls, responses = answered_calls((await stored(runner)).events)
     assert len(calls) == 2
     assert calls == responses
+
+
+async def test_g6_an_agent_answering_as_a_tool_spends_its_callers_budget() -> None:
+    helper_model = ScriptedModel(["the helper's answer"])
+    helper = Agent(name="helper", model=helper_model, description="Answers questions.")
+    model = ScriptedModel([FunctionCall(name="helper", args={"request": "help"}), "done"])
+    agent = Agent(name="boss", model=model, tools=[rondo.AgentTool(helper)])
+    result = await agent.run("go", run_config=RunConfig(budget=Budget(model_calls=2)))
+    # The boss's first call and the helper's call use the budget up: no second boss call.
+    assert helper_model.calls == 1
+    assert model.calls == 1
+    assert isinstance(result.error, BudgetExceeded)
+    assert (result.error.budget, result.error.used) == ("model_calls", 2)

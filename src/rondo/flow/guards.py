@@ -241,6 +241,7 @@ class RunGuard:
         "budget",
         "cost",
         "last_call",
+        "model_calls",
         "prior",
         "reported",
         "session_budget",
@@ -254,7 +255,9 @@ class RunGuard:
         self.budget = config.budget
         self.session_budget = session = config.session_budget
         self.started = time.monotonic()
-        self.tool_calls = self.tokens = self.reported = self.streak = 0
+        # Real model calls (counted at the model boundary), tool calls started, tokens, and
+        # the calls whose usage arrived; sub-runs (agents answering as tools) add theirs.
+        self.model_calls = self.tool_calls = self.tokens = self.reported = self.streak = 0
         self.cost: float | None = 0.0
         self.last_call: FunctionCall | None = None
         # What the session's stored records used before this run (G6 per session).
@@ -276,9 +279,9 @@ class RunGuard:
             return None
         return _exceeded("wall_time", budget.wall_time, round(elapsed, 3), "run")
 
-    def before_model(self, ctx: InvocationContext) -> BudgetExceeded | None:
+    def before_model(self) -> BudgetExceeded | None:
         """The reason not to make another model call, if a budget says so."""
-        calls = ctx.llm_calls
+        calls = self.model_calls
         # A call that reported no usage has no price either: the spend is unknown.
         cost = self.cost if self.reported >= calls else None
         budget = self.budget

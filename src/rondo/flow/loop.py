@@ -205,7 +205,7 @@ class Flow:
         guard = ctx.guard
         if guard is not None:
             # G6: a used-up budget ends the run before the model call beyond it.
-            stop = guard.before_model(ctx)
+            stop = guard.before_model()
             if stop is not None:
                 for item in stop_items(ctx, stop):
                     yield item

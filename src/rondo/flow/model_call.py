@@ -164,6 +164,8 @@ async def call_model(
             used=ctx.llm_calls,
         )
     ctx.count_llm_call()
+    if ctx.guard is not None:
+        ctx.guard.model_calls += 1  # G6: real calls, sub-runs' included (they share it)
     run_after = "after_model" in plugins.active or bool(agent.after_model_callbacks)
     # O1: a `chat {model}` span when an SDK records; the loop ends it with the model's event.
     traced = ctx.trace.model_call(model, request) if ctx.trace is not None else None
