@@ -194,6 +194,20 @@ def _growth(metric: str) -> Callable[[dict[str, Any]], float | None]:
     return growth
 
 
+def _extra(variant: str) -> Callable[[dict[str, Any]], float | None]:
+    """Issue 24.7: a configured tool loop's extra calls (cProfile, all) over the same loop
+    with nothing configured, measured in the same run, in percent."""
+
+    def extra(result: dict[str, Any]) -> float | None:
+        base = _get(result, "tool_loop_guards", "none", "calls")
+        calls = _get(result, "tool_loop_guards", variant, "calls")
+        if base is None or calls is None or base == 0:
+            return None
+        return (calls - base) / base * 100.0
+
+    return extra
+
+
 @dataclass(frozen=True)
 class Row:
     label: str
@@ -238,6 +252,30 @@ ROWS = (
         "Tool loop, async tool: calls per loop",
         _at("tool_loop_async_tool", "calls"),
         "{:,.0f}",
+    ),
+    Row(
+        "Tool loop + budgets (every run limit): extra calls, %",
+        _extra("budgets"),
+        "{:.1f} %",
+        "≤ 2 %",
+        lambda v: v <= 2.0,
+        ratio=False,
+    ),
+    Row(
+        "Tool loop + 4 guardrails (one per kind): extra calls, %",
+        _extra("guardrails"),
+        "{:.1f} %",
+        "≤ 2 %",
+        lambda v: v <= 2.0,
+        ratio=False,
+    ),
+    Row(
+        "Tool loop + budgets + 4 guardrails: extra calls, %",
+        _extra("both"),
+        "{:.1f} %",
+        "≤ 2 %",
+        lambda v: v <= 2.0,
+        ratio=False,
     ),
     Row("Step after 100 events: CPU, ms", _at("history", "100", "cpu_ms"), "{:.2f}"),
     Row("Step after 1,000 events: CPU, ms", _at("history", "1000", "cpu_ms"), "{:.2f}"),
@@ -410,6 +448,12 @@ METHODOLOGY = """\
   3), counting builtins and asyncio's own work on the event-loop thread; worker threads (where
   rondo and pydantic-ai run sync tools) are not traced. "Python functions" excludes builtins.
   The async-tool rows repeat the loop with `async def get_weather_async`.
+- **Guard checks (rondo only, issue 24.7)**: the sync tool loop again, with a `Budget`
+  setting every run limit (none reached), with one guardrail of each kind (input, output,
+  tool input, tool output; each returns a prebuilt passing verdict), and with both; the rows
+  give each one's extra cProfile calls (all) over the same loop with nothing configured,
+  measured in the same process. With nothing configured the guard code is not called at all
+  (`tests/conformance/test_g6_guardrails_budgets.py::test_24_7_...` checks it by profile).
 - **Step after K events**: the framework's own session store is filled with K alternating
   user / model text events (pydantic-ai: K messages passed as `message_history`), then one
   invocation with one new user message and one model call that answers text is timed. The

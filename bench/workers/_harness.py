@@ -206,6 +206,25 @@ async def measure_tool_loop(w: Workloads, s: Settings, *, async_tool: bool) -> d
     }
 
 
+async def measure_tool_loop_variants(
+    variants: dict[str, Callable[[], Awaitable[Run]]], s: Settings
+) -> dict[str, Any]:
+    """The tool loop with the framework's checks configured (a rondo-only workload): cProfile
+    call counts per variant, warmed up like `measure_tool_loop`; exact, so no CPU median."""
+    out: dict[str, Any] = {}
+    for name, make in variants.items():
+        for _ in range(s.warmup):
+            run = await make()
+            before = Counter.calls
+            _check(await run(), FINAL_TEXT, before, 1, f"tool loop ({name})")
+        counts = [await _profiled(await make()) for _ in range(s.profiles)]
+        out[name] = {
+            "calls": int(statistics.median(c["total"] for c in counts)),
+            "python_calls": int(statistics.median(c["python"] for c in counts)),
+        }
+    return out
+
+
 async def measure_history(w: Workloads, s: Settings, size: int) -> dict[str, Any]:
     """Time one step on a session that already holds `size` events.
 
@@ -289,6 +308,13 @@ async def measure(w: Workloads, s: Settings, parts: set[str]) -> dict[str, Any]:
     if "loop" in parts:
         results["tool_loop"] = await measure_tool_loop(w, s, async_tool=False)
         results["tool_loop_async_tool"] = await measure_tool_loop(w, s, async_tool=True)
+        # Optional: the same loop with guard checks configured (rondo's guardrails and
+        # budgets, issue 24.7), next to the plain loop's counts.
+        variants: Callable[[], dict[str, Callable[[], Awaitable[Run]]]] | None = getattr(
+            w, "tool_loop_variants", None
+        )
+        if variants is not None:
+            results["tool_loop_guards"] = await measure_tool_loop_variants(variants(), s)
     if "history" in parts:
         warmup = await w.history(10)  # first-use costs (schemas, caches) land here
         for _ in range(3):

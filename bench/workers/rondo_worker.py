@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _harness as h
 
-from rondo import Agent, Event, FunctionCall, Runner
+from rondo import Agent, Budget, Event, FunctionCall, GuardrailFunctionOutput, RunConfig, Runner
 from rondo.models import ModelRequest, ModelResponse
 from rondo.types import Content, Part, Usage
 
@@ -45,6 +45,36 @@ class FakeModel:
             return
         parts = [Part(function_call=FunctionCall(name=n, args=a)) for n, a in self._calls]
         yield ModelResponse(content=Content(role="model", parts=parts), usage=_USAGE)
+
+
+# Issue 24.7: guardrails that pass and a budget with every run limit, none of them reached.
+_PASS = GuardrailFunctionOutput()
+_BUDGET = RunConfig(
+    budget=Budget(
+        model_calls=50,
+        tool_calls=50,
+        total_tokens=1_000_000,
+        cost_usd=None,  # the fake model's calls are unpriced: a cost budget would stop them
+        wall_time=600.0,
+        repeated_calls=5,
+    )
+)
+
+
+def _passes_input(ctx: Any, agent: Any, message: Any) -> GuardrailFunctionOutput:
+    return _PASS
+
+
+def _passes_output(ctx: Any, agent: Any, output: Any) -> GuardrailFunctionOutput:
+    return _PASS
+
+
+def _passes_tool_input(ctx: Any, tool: Any, args: Any) -> GuardrailFunctionOutput:
+    return _PASS
+
+
+def _passes_tool_output(ctx: Any, tool: Any, args: Any, result: Any) -> GuardrailFunctionOutput:
+    return _PASS
 
 
 def _final_text(events: list[Event]) -> str:
@@ -90,17 +120,49 @@ class RondoWorkloads:
         )
         return session.id
 
-    def _run(self, runner: Runner, session_id: str, message: str) -> h.Run:
+    def _run(
+        self, runner: Runner, session_id: str, message: str, config: RunConfig | None = None
+    ) -> h.Run:
         async def run() -> str:
             events = [
                 e
                 async for e in runner.run_async(
-                    user_id=USER, session_id=session_id, new_message=message
+                    user_id=USER, session_id=session_id, new_message=message, run_config=config
                 )
             ]
             return _final_text(events)
 
         return run
+
+    def tool_loop_variants(self) -> dict[str, Any]:
+        """The sync-tool loop with budgets, with one guardrail of each kind, and with both."""
+        weather = [("get_weather", {"city": h.TOOL_CITY})]
+        guarded = Runner(
+            agent=Agent(
+                name="bench_agent",
+                model=FakeModel(weather, h.FINAL_TEXT),
+                tools=[h.get_weather],
+                input_guardrails=[_passes_input],
+                output_guardrails=[_passes_output],
+                tool_input_guardrails=[_passes_tool_input],
+                tool_output_guardrails=[_passes_tool_output],
+            ),
+            app_name=APP,
+        )
+        plain = self._loop[False]
+
+        def variant(runner: Runner, config: RunConfig | None) -> Any:
+            async def make() -> h.Run:
+                return self._run(runner, await self._session(runner), h.USER_MESSAGE, config)
+
+            return make
+
+        return {
+            "none": variant(plain, None),
+            "budgets": variant(plain, _BUDGET),
+            "guardrails": variant(guarded, None),
+            "both": variant(guarded, _BUDGET),
+        }
 
     async def tool_loop(self, *, async_tool: bool) -> h.Run:
         runner = self._loop[async_tool]

@@ -21,12 +21,14 @@ if TYPE_CHECKING:
     from rondo.context import CallbackContext, InvocationContext, ReadonlyContext, ToolContext
     from rondo.errors import (
         AgentCardError,
+        BudgetExceeded,
         CliError,
         ConfigurationError,
         ContentsError,
         DuplicateAgentNameError,
         DurableReplayError,
         FrozenRecordError,
+        GuardrailTripped,
         InstructionError,
         InvalidArtifactNameError,
         InvalidCallbackError,
@@ -68,9 +70,20 @@ if TYPE_CHECKING:
         TransferError,
     )
     from rondo.events import Event, EventActions, PendingCall, ToolConfirmation
+    from rondo.guardrails import (
+        GuardrailFunctionOutput,
+        InputGuardrail,
+        OutputGuardrail,
+        ToolInputGuardrail,
+        ToolOutputGuardrail,
+        input_guardrail,
+        output_guardrail,
+        tool_input_guardrail,
+        tool_output_guardrail,
+    )
     from rondo.models.live import LiveRequest, LiveRequestQueue
     from rondo.plugins import Plugin
-    from rondo.run_config import RunConfig
+    from rondo.run_config import Budget, RunConfig
     from rondo.runner import Runner, RunResult
     from rondo.sessions.base import BaseSessionService, ListSessionsResponse, Session
     from rondo.sessions.memory import InMemorySessionService
@@ -94,6 +107,18 @@ _EXPORTS: dict[str, str] = {
     "Runner": "rondo.runner",
     "RunResult": "rondo.runner",
     "RunConfig": "rondo.run_config",
+    "Budget": "rondo.run_config",
+    "GuardrailFunctionOutput": "rondo.guardrails",
+    "InputGuardrail": "rondo.guardrails",
+    "OutputGuardrail": "rondo.guardrails",
+    "ToolInputGuardrail": "rondo.guardrails",
+    "ToolOutputGuardrail": "rondo.guardrails",
+    "input_guardrail": "rondo.guardrails",
+    "output_guardrail": "rondo.guardrails",
+    "tool_input_guardrail": "rondo.guardrails",
+    "tool_output_guardrail": "rondo.guardrails",
+    "BudgetExceeded": "rondo.errors",
+    "GuardrailTripped": "rondo.errors",
     "LiveRequest": "rondo.models.live",
     "LiveRequestQueue": "rondo.models.live",
     "Content": "rondo.types",
@@ -178,6 +203,8 @@ __all__ = [
     "BaseTool",
     "BaseToolset",
     "Blob",
+    "Budget",
+    "BudgetExceeded",
     "CallbackContext",
     "CliError",
     "ConfigurationError",
@@ -192,8 +219,11 @@ __all__ = [
     "FunctionResponse",
     "FunctionTool",
     "Graph",
+    "GuardrailFunctionOutput",
+    "GuardrailTripped",
     "Harness",
     "InMemorySessionService",
+    "InputGuardrail",
     "InstructionError",
     "InvalidArtifactNameError",
     "InvalidCallbackError",
@@ -219,6 +249,7 @@ __all__ = [
     "ModelResponseError",
     "ModelServerError",
     "ModelTimeoutError",
+    "OutputGuardrail",
     "OutputValidationError",
     "ParallelAgent",
     "Part",
@@ -250,13 +281,19 @@ __all__ = [
     "ToolContext",
     "ToolDefinitionError",
     "ToolError",
+    "ToolInputGuardrail",
     "ToolNotFoundError",
+    "ToolOutputGuardrail",
     "ToolResultError",
     "ToolTimeoutError",
     "TransferError",
     "Usage",
     "__version__",
+    "input_guardrail",
+    "output_guardrail",
     "tool",
+    "tool_input_guardrail",
+    "tool_output_guardrail",
 ]
 
 

@@ -297,6 +297,7 @@ class InvocationContext:
         "app_name",
         "artifact_service",
         "branch",
+        "guard",
         "invocation_id",
         "isolation_scope",
         "memory_service",
@@ -365,6 +366,9 @@ class InvocationContext:
         self.answers: Content | None = None
         # H4: how an agent answering as a tool runs in a session of its own (the runner's).
         self.sub_run: SubRun | None = None
+        # G6: the run's budgets (`rondo.flow.guards.RunGuard`), shared by every agent's
+        # context; None without a budget, so the loop checks nothing.
+        self.guard: Any = None
         # A sub-run (an agent answering as a tool) shares its caller's demand (R7).
         self._shared = _Shared(demand)
         self._end = _EndFlag()

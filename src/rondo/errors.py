@@ -10,7 +10,9 @@
     ├── InvalidMessageError (also TypeError)    `new_message` of a type rondo cannot send
     ├── ReadOnlyStateError (also TypeError)     a write to a read-only state view
     ├── FrozenRecordError (also TypeError)      a change to a list or map inside a record
-    ├── LlmCallsLimitExceeded                   RunConfig.max_llm_calls reached
+    ├── BudgetExceeded                          a RunConfig budget is used up: the run ends cleanly
+    │   └── LlmCallsLimitExceeded               RunConfig.max_llm_calls reached (raised, SPEC F7)
+    ├── GuardrailTripped                        a guardrail's tripwire fired (SPEC G6)
     ├── InstructionError (also KeyError)        a required `{placeholder}` has no value
     ├── ContentsError                           history that cannot be turned into a valid request
     ├── TransferError                           `actions.transfer_to_agent` names no legal agent
@@ -61,12 +63,14 @@ from __future__ import annotations
 
 __all__ = [
     "AgentCardError",
+    "BudgetExceeded",
     "CliError",
     "ConfigurationError",
     "ContentsError",
     "DuplicateAgentNameError",
     "DurableReplayError",
     "FrozenRecordError",
+    "GuardrailTripped",
     "InstructionError",
     "InvalidArtifactNameError",
     "InvalidCallbackError",
@@ -156,8 +160,80 @@ class ReadOnlyStateError(RondoError, TypeError):
     """A write to a state view that is read-only (instruction providers, the invocation)."""
 
 
-class LlmCallsLimitExceeded(RondoError):
-    """The invocation would exceed `RunConfig.max_llm_calls`."""
+class BudgetExceeded(RondoError):
+    """A budget of `RunConfig.budget` / `RunConfig.session_budget` is used up (SPEC G6).
+
+    `budget` names it (`"model_calls"`, `"tool_calls"`, `"total_tokens"`, `"cost_usd"`,
+    `"wall_time"`, `"repeated_calls"`), `scope` is `"run"` or `"session"`, `limit` what it
+    allows and `used` what was used when it stopped (None: unknown, an unpriced call under a
+    cost budget). The run ends cleanly: the runner stores a record naming the budget and
+    reports this error in `RunResult.error` / `RunEnd.error` instead of raising it.
+    """
+
+    # Whether the runner turns this error into a clean end of the run (stored record, RunEnd)
+    # rather than letting it propagate.
+    ends_run_cleanly = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        budget: str = "",
+        limit: float | None = None,
+        used: float | None = None,
+        scope: str = "run",
+    ) -> None:
+        super().__init__(message)
+        self.budget = budget
+        self.limit = limit
+        self.used = used
+        self.scope = scope
+        # The agent (and branch) that was running when the budget stopped it, and whether
+        # the record that says why is stored already (else the runner stores one).
+        self.agent_name = ""
+        self.branch = ""
+        self.recorded = False
+
+
+class LlmCallsLimitExceeded(BudgetExceeded):
+    """The invocation would exceed `RunConfig.max_llm_calls` (raised out of the run, F7)."""
+
+    ends_run_cleanly = False
+
+    def __init__(self, message: str, *, limit: int | None = None, used: int | None = None):
+        super().__init__(message, budget="max_llm_calls", limit=limit, used=used)
+
+
+class GuardrailTripped(RondoError):
+    """A guardrail's tripwire fired (SPEC G6). `guardrail` is its name; `stage` where it ran
+    (`"input"`, `"output"`, `"tool_input"`, `"tool_output"`); `output_info` what the guardrail
+    returned beside the verdict; `message` what the user (or, for a tool guardrail, the model)
+    is told instead.
+
+    An input or output guardrail ends the run cleanly: its record is stored and the error is
+    reported in `RunResult.error` / `RunEnd.error`. A tool guardrail's trip becomes the call's
+    `{"error": ...}` response (the tool did not run, or its result was withheld).
+    """
+
+    ends_run_cleanly = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        guardrail: str = "",
+        stage: str = "input",
+        output_info: object = None,
+        replacement: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.guardrail = guardrail
+        self.stage = stage
+        self.output_info = output_info
+        self.replacement = replacement
+        self.agent_name = ""
+        self.branch = ""
+        self.recorded = False
 
 
 class InstructionError(RondoError, KeyError):

@@ -21,7 +21,9 @@ __all__ = [
     "SCHEMA_VERSION",
     "ActionEnd",
     "ActionStart",
+    "BudgetExhausted",
     "ContextSize",
+    "GuardrailTriggered",
     "HITLDecided",
     "HITLPending",
     "LifecycleEvent",
@@ -231,6 +233,34 @@ class NodeEnd(_Lifecycle):
     text: str = ""
 
 
+class GuardrailTriggered(_Lifecycle):
+    """A guardrail's tripwire fired (SPEC G6). `stage` is where: `input` (nothing of the turn
+    ran; the run ends), `output` (the answer was replaced or withheld; the run ends),
+    `tool_input` / `tool_output` (that call's response is the guardrail's error; the run goes
+    on). `call_id` / `tool_name` name the call of a tool guardrail."""
+
+    type: Literal["guardrail_triggered"] = "guardrail_triggered"
+    guardrail: str
+    stage: Literal["input", "output", "tool_input", "tool_output"] = "input"
+    message: str = ""
+    output_info: Any = None
+    call_id: str | None = None
+    tool_name: str | None = None
+
+
+class BudgetExhausted(_Lifecycle):
+    """A budget ended the run (SPEC G6): `budget` names it, `scope` is `run` or `session`,
+    `limit` what it allows and `used` what was used (None: unknown). No call is left without a
+    response: calls it stopped got one that names the budget. `RunEnd` follows."""
+
+    type: Literal["budget_exhausted"] = "budget_exhausted"
+    budget: str
+    scope: Literal["run", "session"] = "run"
+    limit: float | None = None
+    used: float | None = None
+    message: str = ""
+
+
 class RunMetrics(BaseModel):
     """What one run used. `cost_usd` is its price in US dollars (SPEC O6), None when any of
     its model calls is unpriced (`unpriced_calls` says how many) — never a partial sum."""
@@ -252,8 +282,10 @@ class RunMetrics(BaseModel):
 class RunEnd(_Lifecycle):
     """The run ended normally or paused (then `pending` lists what it waits for).
 
-    `is_abnormal` is True when the run ended on a partial response (SPEC F4) or its final
-    answer does not fit the output schema (`error` says why; `output` is then None). The full
+    `is_abnormal` is True when the run ended on a partial response (SPEC F4), its final
+    answer does not fit the output schema (`error` says why; `output` is then None), or a
+    guardrail or a budget ended it (G6; `error_type` is then `GuardrailTripped` or
+    `BudgetExceeded`, `error` its message). The full
     result of a stream is read here, never by concatenating deltas (SPEC V4).
     """
 
@@ -264,6 +296,8 @@ class RunEnd(_Lifecycle):
     is_abnormal: bool = False
     pending: list[PendingCall] = Field(default_factory=list[PendingCall])
     error: str | None = None
+    # The class name of the error (`OutputValidationError`, `GuardrailTripped`, ...).
+    error_type: str | None = None
 
 
 class TaskEvent(_Lifecycle):
@@ -292,6 +326,8 @@ LifecycleEvent = Annotated[
     | HITLDecided
     | PlanUpdate
     | ContextSize
+    | GuardrailTriggered
+    | BudgetExhausted
     | NodeStart
     | NodeEnd
     | TaskEvent

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rondo.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from rondo.models.base import ModelResponse
 
-__all__ = ["CompactionConfig", "DurableSteps", "RunConfig", "SessionResumptionConfig"]
+__all__ = ["Budget", "CompactionConfig", "DurableSteps", "RunConfig", "SessionResumptionConfig"]
 
 DEFAULT_SUMMARY_INSTRUCTION = (
     "Summarize the conversation below for the assistant that will continue it. Keep every "
@@ -32,6 +34,33 @@ class CompactionConfig(BaseModel):
     retention_events: int = Field(default=6, ge=1)
     summarizer: Any = None
     instruction: str = DEFAULT_SUMMARY_INSTRUCTION
+
+
+class Budget(BaseModel):
+    """Limits that end a run cleanly once used up (SPEC G6); None leaves one unlimited.
+
+    Each limit is what is allowed; the action that would go beyond it does not happen:
+    `model_calls` real model calls, `tool_calls` tool calls, `total_tokens` input + output
+    tokens (as `RunMetrics.total_tokens` counts them), `cost_usd` US dollars (each call's
+    `Usage.cost_usd`, priced by genai-prices), `wall_time` seconds since the run started, and
+    `repeated_calls` identical calls (same tool, same arguments) in a row — Solon's StopLoop:
+    one more identical call is a loop, and is not run.
+
+    Tokens and cost are known only after a call, so they are checked before each model call:
+    the call that crosses the limit completes, the next one does not start. Wall time is checked
+    before each model call and each tool call; a call in flight is not interrupted (that is
+    `model_timeout`'s and the tools' `timeout`'s job). A cost budget fails closed: a call
+    without a price makes the spend unknown, and the run stops before the next model call.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    model_calls: int | None = Field(default=None, ge=0)
+    tool_calls: int | None = Field(default=None, ge=0)
+    total_tokens: int | None = Field(default=None, ge=0)
+    cost_usd: float | None = Field(default=None, ge=0)
+    wall_time: float | None = Field(default=None, gt=0)
+    repeated_calls: int | None = Field(default=None, ge=1)
 
 
 @runtime_checkable
@@ -68,6 +97,8 @@ class RunConfig(BaseModel):
     `streaming_mode="sse"` asks the model to stream: partial events (and lifecycle deltas) flow
     to the consumer, and only the final aggregate is stored. `max_llm_calls` bounds real model
     calls per invocation, transfers included; zero or less means unlimited (SPEC F7).
+    `budget` bounds this run and `session_budget` the session's stored usage plus this run's
+    (SPEC G6; `wall_time` and `repeated_calls` are per run only).
     """
 
     model_config = ConfigDict(
@@ -76,6 +107,9 @@ class RunConfig(BaseModel):
 
     streaming_mode: Literal["none", "sse"] = "none"
     max_llm_calls: int = 500
+    # G6: limits that end the run cleanly with `BudgetExceeded` (None: no budget, no checks).
+    budget: Budget | None = None
+    session_budget: Budget | None = None
     # D3: seconds one model call may take, stream included; past it the call fails with
     # `ModelTimeoutError` (which `on_model_error` hooks may recover). None: no limit here.
     model_timeout: float | None = Field(default=None, gt=0)
@@ -110,3 +144,13 @@ class RunConfig(BaseModel):
     # Seed 000's SaveInputBlobsAsArtifacts: a user message's inline files are saved as
     # artifacts and stored as references to them; the model still sees the files (R5, W8).
     save_input_blobs_as_artifacts: bool = False
+
+    @field_validator("session_budget")
+    @classmethod
+    def _session_budget(cls, value: Budget | None) -> Budget | None:
+        if value is not None and (value.wall_time is not None or value.repeated_calls is not None):
+            raise ConfigurationError(
+                "session_budget counts stored usage: wall_time and repeated_calls are per run "
+                "(set them in budget)"
+            )
+        return value

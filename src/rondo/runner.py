@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from rondo.agents.base import BaseAgent, Item
 from rondo.errors import (
+    BudgetExceeded,
     ConfigurationError,
+    GuardrailTripped,
     InvalidMessageError,
     OutputValidationError,
     RondoError,
@@ -107,6 +109,7 @@ class _Summary:
         "output_tokens",
         "priced_calls",
         "started",
+        "stopped",
         "tool_calls",
         "unpriced_calls",
     )
@@ -123,6 +126,8 @@ class _Summary:
         self.cost_usd = 0.0
         self.priced_calls = 0
         self.unpriced_calls = 0
+        # G6: the guardrail or budget that ended the run, if one did.
+        self.stopped: RondoError | None = None
 
     def record(self, event: Event) -> None:
         self.last = event
@@ -148,7 +153,7 @@ class _Summary:
     def text(self) -> str:
         return self.final.text if self.final is not None else ""
 
-    def output(self, root: BaseAgent) -> tuple[Any, OutputValidationError | None]:
+    def output(self, root: BaseAgent) -> tuple[Any, RondoError | None]:
         """The run's output, or the reason its final answer is not one (S2: an answer that
         does not fit the output schema is never passed off as the result)."""
         from rondo.agents.llm import Agent
@@ -186,6 +191,9 @@ class _Summary:
     def report(self, ctx: InvocationContext, root: BaseAgent) -> dict[str, Any]:
         """What the run's `RunEnd` and `RunResult` report (`error`: an exception)."""
         output, error = self.output(root)
+        stopped = self.stopped
+        if stopped is not None:
+            error = stopped
         return {
             "text": self.text(),
             "output": output,
@@ -480,10 +488,12 @@ class Runner:
         observe: bool,
         result: dict[str, Any] | None = None,
         demand: Demand | None = None,
+        guard: Any = None,
     ) -> AsyncGenerator[Item, None]:
         """The one execution path behind every entry point: yields records and, with
         `observe`, the lifecycle events built alongside them. `result`, when given, is
-        filled with what `RunResult` reports. A sub-run passes its caller's `demand`."""
+        filled with what `RunResult` reports. A sub-run passes its caller's `demand` and
+        budget keeper (`guard`: one budget for the run and the agents it runs as tools)."""
         from rondo.events import Event
 
         ctx, resumed = await self._begin(
@@ -495,6 +505,8 @@ class Runner:
             observe,
             demand,
         )
+        if guard is not None:
+            ctx.guard = guard
         # R7: while the consumer holds an item, work beside the loop starts nothing new.
         pause, resume = (
             (_noop, _noop) if demand is not None else (ctx.demand.pause, ctx.demand.resume)
@@ -516,16 +528,35 @@ class Runner:
             yield early
             resume()
         else:
-            async with aclosing(ctx.agent.run_async(ctx)) as items:
-                async for item in items:
-                    if isinstance(item, Event):
-                        item = await self._on_event(ctx, item)
-                        summary.record(item)
+            stopped: GuardrailTripped | BudgetExceeded | None = None
+            try:
+                async with aclosing(ctx.agent.run_async(ctx)) as items:
+                    async for item in items:
+                        if isinstance(item, Event):
+                            item = await self._on_event(ctx, item)
+                            summary.record(item)
+                        pause()
+                        yield item
+                        resume()
+            except (GuardrailTripped, BudgetExceeded) as exc:
+                if not exc.ends_run_cleanly:
+                    raise
+                # G6: a guardrail or a budget ended the run; it ends cleanly, on a record
+                # that says why (stored where it stopped, or here when a hook raised it).
+                stopped = exc
+                records = _after_stop(ctx, exc)
+                if not exc.recorded:
+                    records.append(_stop_record(ctx, exc))
+                for record in records:
+                    record = await self._on_event(ctx, record)
+                    summary.record(record)
                     pause()
-                    yield item
+                    yield record
                     resume()
             if "after_run" in plugins.active:
                 await plugins.run("after_run", ctx)
+            if stopped is not None:
+                summary.stopped = stopped
         report = summary.report(ctx, self.agent)
         if result is not None:
             result.update(report, run_id=ctx.run_id)
@@ -533,7 +564,9 @@ class Runner:
             from rondo.lifecycle import RunEnd
 
             wire: dict[str, Any] = dict(report)
-            wire["error"] = str(report["error"]) if report["error"] is not None else None
+            error = report["error"]
+            wire["error"] = str(error) if error is not None else None
+            wire["error_type"] = type(error).__name__ if error is not None else None
             yield RunEnd(**ctx.correlation(), **wire)
 
     async def _begin(
@@ -593,6 +626,7 @@ class Runner:
             demand=demand,
         )
         ctx.sub_run = self._sub_runs()
+        ctx.guard = _guard(ctx)
         if continue_in is not None:
             ctx.continue_in(continue_in)
         if message is None and not state_delta:
@@ -678,6 +712,7 @@ class Runner:
         )
         ctx.set_resume_point(point)
         ctx.sub_run = self._sub_runs()
+        ctx.guard = _guard(ctx)
         return ctx
 
     def _sub_runs(self) -> SubRunner:
@@ -794,6 +829,30 @@ class Runner:
 
 def _noop() -> None:
     pass
+
+
+def _guard(ctx: InvocationContext) -> Any:
+    """G6: the run's budget keeper; None (nothing checked) when the run sets no budget."""
+    config = ctx.run_config
+    if config.budget is None and config.session_budget is None:
+        return None
+    from rondo.flow.guards import RunGuard
+
+    return RunGuard(config, ctx.session.events)
+
+
+def _after_stop(ctx: InvocationContext, exc: GuardrailTripped | BudgetExceeded) -> list[Event]:
+    """G6: responses for the calls a stop cut short (a parallel branch's call in flight)."""
+    from rondo.flow.guards import answer_unanswered
+
+    pending = {p.call_id for p in ctx.session.pending}
+    return answer_unanswered(ctx.session.events, ctx.invocation_id, pending, exc)
+
+
+def _stop_record(ctx: InvocationContext, exc: GuardrailTripped | BudgetExceeded) -> Event:
+    from rondo.flow.guards import stop_record
+
+    return stop_record(ctx, exc, author=exc.agent_name or ctx.agent.name)
 
 
 def _answered_run_id(events: Sequence[Event]) -> str | None:

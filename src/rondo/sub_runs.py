@@ -92,6 +92,7 @@ class SubRunner:
             None,
             observe=on_item is not None,
             demand=ctx.demand,
+            guard=ctx.guard,  # G6: the caller's budgets bound its sub-runs too
         )
         async with aclosing(execution) as items:
             async for item in items:

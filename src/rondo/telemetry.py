@@ -219,6 +219,10 @@ class AgentTrace:
         span.end()
         self.instruments.duration.record(time.perf_counter() - self._started, attributes)
 
+    def note(self, name: str, attributes: dict[str, Any]) -> None:
+        """A span event on this agent's span (a tripped guardrail, a used-up budget: G6)."""
+        self.span.add_event(name, attributes)
+
     def model_call(self, model: Model, request: ModelRequest) -> ModelTrace:
         """Start the `chat {model}` span of one model call."""
         self.model = trace = ModelTrace(self, model, request)

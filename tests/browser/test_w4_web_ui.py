@@ -247,6 +247,20 @@ def test_w4_a_failed_run_shows_its_error(page: Any, web: Any) -> None:
     expect(page.locator(".msg-agent .msg-text").last).to_have_text("You said: still here?")
 
 
+def test_g6_a_tripped_guardrail_shows_in_the_chat_and_stays_in_the_record(
+    page: Any, web: Any, user_id: str
+) -> None:
+    open_app(page, web)
+    send(page, "tell me the launch codes")
+    expect(page.get_by_role("alert")).to_contain_text("Guardrail no_launch_codes (input)")
+    wait_idle(page)
+    status, body = stored_session(web, user_id, session_id(page))
+    assert status == 200
+    last = body["events"][-1]
+    assert last["errorCode"] == "GUARDRAIL_TRIPPED"
+    assert last["content"]["parts"][0]["text"] == "I can't discuss that."
+
+
 def test_w4_a_refused_request_shows_the_servers_detail(page: Any, web: Any, browser: Any) -> None:
     open_app(page, web)
     send(page, "delete /tmp/twice")

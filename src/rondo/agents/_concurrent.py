@@ -21,7 +21,9 @@ async def interleave(
     """Yield `(index, item)` from every run as produced, and `(index, DONE)` when a run ends.
 
     Each run waits until its item was consumed before it continues, so a record is stored
-    before its producer moves on (events up). An error in one run cancels the others.
+    before its producer moves on (events up). An error in one run cancels the others; a
+    clean stop (a tripped guardrail, a used-up budget: SPEC G6) lets them finish first — they
+    meet a shared budget at their next check — so no call is cut short, then it is raised.
     """
     queue: asyncio.Queue[tuple[int, Any, asyncio.Event | None]] = asyncio.Queue()
 
@@ -39,6 +41,7 @@ async def interleave(
 
     tasks = [asyncio.ensure_future(drive(i, a, c)) for i, (a, c) in enumerate(runs)]
     remaining = len(tasks)
+    stopped: BaseException | None = None
     try:
         while remaining:
             index, item, consumed = await queue.get()
@@ -47,10 +50,16 @@ async def interleave(
                 yield index, DONE
                 continue
             if isinstance(item, BaseException):
-                raise item
+                if not getattr(item, "ends_run_cleanly", False):
+                    raise item
+                stopped = stopped or item
+                remaining -= 1
+                continue
             yield index, item
             if consumed is not None:
                 consumed.set()
+        if stopped is not None:
+            raise stopped
     finally:
         for task in tasks:
             if not task.done():

@@ -66,6 +66,10 @@ class Agent(BaseAgent):
         before_agent_callback: Any = None,
         after_agent_callback: Any = None,
         max_concurrent_tool_calls: int | None = None,
+        input_guardrails: Sequence[Any] = (),
+        output_guardrails: Sequence[Any] = (),
+        tool_input_guardrails: Sequence[Any] = (),
+        tool_output_guardrails: Sequence[Any] = (),
     ) -> None:
         super().__init__(
             name=name,
@@ -154,6 +158,28 @@ class Agent(BaseAgent):
         )
         self.on_tool_error_callbacks: Callbacks = normalize_callbacks(
             on_tool_error_callback, "on_tool_error_callback"
+        )
+        # G6: checks that block before what they guard (`rondo.guardrails`); empty tuples
+        # cost the loop nothing.
+        from rondo.guardrails import (
+            InputGuardrail,
+            OutputGuardrail,
+            ToolInputGuardrail,
+            ToolOutputGuardrail,
+            as_guardrails,
+        )
+
+        self.input_guardrails: tuple[InputGuardrail, ...] = as_guardrails(
+            input_guardrails, InputGuardrail, "input_guardrails"
+        )
+        self.output_guardrails: tuple[OutputGuardrail, ...] = as_guardrails(
+            output_guardrails, OutputGuardrail, "output_guardrails"
+        )
+        self.tool_input_guardrails: tuple[ToolInputGuardrail, ...] = as_guardrails(
+            tool_input_guardrails, ToolInputGuardrail, "tool_input_guardrails"
+        )
+        self.tool_output_guardrails: tuple[ToolOutputGuardrail, ...] = as_guardrails(
+            tool_output_guardrails, ToolOutputGuardrail, "tool_output_guardrails"
         )
         self._default_runner: Any = None
 

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from rondo._callbacks import first_result
 from rondo.context import Actions, EventSink, NestedPause, ToolContext
-from rondo.errors import ToolNotFoundError
+from rondo.errors import BudgetExceeded, ToolNotFoundError
 from rondo.events import NESTED_PAUSE, Event, EventActions, ToolConfirmation
+from rondo.flow.guards import check_tool_input, check_tool_output, stop_items
 from rondo.lifecycle import ActionEnd, ActionStart, Item, ToolCallEnd, ToolCallStart
 from rondo.tools.base import BaseTool
 from rondo.tools.function import to_response
@@ -118,6 +119,12 @@ async def _run_hooked(
         if result is not None:
             await tctx.mark_started()
             return to_response(result), None, "ran"
+        if agent.tool_input_guardrails:
+            # G6: the arguments the tool would get pass the guardrails before anything else.
+            blocked = await check_tool_input(agent, tctx, tool, args)
+            if blocked is not None:
+                await tctx.mark_started()
+                return blocked, blocked["error"], "ran"
         gated = await tool.confirmation_gate(args, tctx)
         confirmation = tctx.tool_confirmation
         if gated is None and confirmation is not None and not confirmation.confirmed:
@@ -252,6 +259,10 @@ async def run_call(
         return outcome
     if known:
         result, error = await _after_tool(agent, ctx, tool, args, tctx, result, error, None)
+        if agent.tool_output_guardrails and how == "ran":
+            blocked = await check_tool_output(agent, tctx, tool, args, result)
+            if blocked is not None:  # G6: the model sees the guardrail's error instead
+                result, error = blocked, blocked["error"]
     return CallOutcome(call, result, actions, error, _ms(started), paused=how == "paused")
 
 
@@ -272,6 +283,10 @@ async def _run_traced(
         result, error, how = await _run_hooked(agent, ctx, tool, args, tctx, traced)
         if how != "delayed" and known:
             result, error = await _after_tool(agent, ctx, tool, args, tctx, result, error, traced)
+            if agent.tool_output_guardrails and how == "ran":
+                blocked = await check_tool_output(agent, tctx, tool, args, result)
+                if blocked is not None:  # G6: the model sees the guardrail's error instead
+                    result, error = blocked, blocked["error"]
     except BaseException as exc:
         if isinstance(exc, asyncio.CancelledError):
             tctx.cancel_event.set()  # a sync tool in its thread can see it (R7)
@@ -563,6 +578,12 @@ async def handle_function_calls(
     after a nested pause get the answers in `nested` (H4); calls whose nested run waits
     again are recorded after the merged record, in a nested-pause record."""
     outcomes: list[CallOutcome] = []
+    stop: BudgetExceeded | None = None
+    if ctx.guard is not None:
+        # G6: calls beyond a budget are answered (not run), and the run ends after this step.
+        refused, stop = ctx.guard.admit(calls)
+        if refused:
+            prefilled = {**(prefilled or {}), **refused}
     dispatch = _dispatch(
         agent,
         ctx,
@@ -596,6 +617,10 @@ async def handle_function_calls(
         yield waiting
     if action_started:
         yield ActionEnd(**ctx.correlation(), reason_id=reason_id, event=event)
+    if stop is not None:
+        for item in stop_items(ctx, stop):
+            yield item
+        raise stop
 
 
 def _end_spans(outcomes: Sequence[CallOutcome], event: Event | None) -> None:

@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from rondo._ids import new_reason_id
 from rondo.context import Actions, CallbackContext, InvocationContext
-from rondo.errors import ConfigurationError, TransferError
+from rondo.errors import ConfigurationError, GuardrailTripped, TransferError
 from rondo.events import Event, PendingCall
 from rondo.flow._deltas import DeltaTracker
 from rondo.flow.confirmation import confirmation_event
 from rondo.flow.functions import handle_function_calls
+from rondo.flow.guards import check_input, check_output, stop_items
 from rondo.flow.model_call import call_model
 from rondo.flow.processors import DEFAULT_REQUEST_PROCESSORS
 from rondo.flow.processors.output_schema import output_schema_processor
@@ -137,6 +138,13 @@ class Flow:
                         last = item
             if ctx.end_invocation or (last is not None and last.is_final_response()):
                 return
+        elif self.agent.input_guardrails:
+            # G6: the turn's message passes every input guardrail before any model call.
+            tripped = await check_input(self.agent, ctx)
+            if tripped is not None:
+                for item in stop_items(ctx, tripped):
+                    yield item
+                raise tripped
         thought_only_turns = 0
         while True:
             last: Event | None = None
@@ -194,6 +202,14 @@ class Flow:
                     waits = waits or item.nested_pause is not None
         if ctx.end_invocation or waits:
             return
+        guard = ctx.guard
+        if guard is not None:
+            # G6: a used-up budget ends the run before the model call beyond it.
+            stop = guard.before_model()
+            if stop is not None:
+                for item in stop_items(ctx, stop):
+                    yield item
+                raise stop
 
         observe = ctx.observe
         reason_id = new_reason_id()
@@ -205,6 +221,7 @@ class Flow:
         actions = Actions()
         cb_ctx = CallbackContext(ctx, actions)
         last: Event | None = None
+        tripped: GuardrailTripped | None = None
         async with aclosing(call_model(agent, self.model, ctx, request, cb_ctx)) as responses:
             async for response in responses:
                 if (
@@ -214,6 +231,17 @@ class Flow:
                 ):
                     continue
                 event = last = self._model_event(ctx, response, request.tools, actions)
+                if agent.output_guardrails:
+                    if event.partial:
+                        # G6: an answer is shown only once its guardrails passed (not even
+                        # in the round's end, should the stream stop on this partial).
+                        last = None
+                        continue
+                    if event.is_final_response():
+                        checked = await check_output(agent, ctx, event)
+                        if checked is not None:
+                            event = last = checked[0]
+                            tripped = checked[1]
                 if agent.output_key is not None:
                     event = last = agent.with_output_key(event)
                 if observe and deltas is None:
@@ -236,6 +264,11 @@ class Flow:
                     deltas = None  # this round is closed
                     if event.long_running_tool_ids and not calls:
                         yield self._pending(ctx, event, None)
+                if tripped is not None:
+                    # G6: the replaced (or withheld) answer is stored; the run ends on it.
+                    for item in stop_items(ctx, tripped, record=event):
+                        yield item
+                    raise tripped
                 if not calls:
                     continue
                 async with aclosing(self._act(ctx, request, event, calls, reason_id)) as acted:
@@ -331,6 +364,12 @@ class Flow:
             return
         final = self._structured_output_event(ctx, tool_event)
         if final is not None:
+            checked = await check_output(agent, ctx, final) if agent.output_guardrails else None
+            if checked is not None:
+                yield agent.with_output_key(checked[0])
+                for item in stop_items(ctx, checked[1], record=checked[0]):
+                    yield item
+                raise checked[1]
             yield agent.with_output_key(final)
         target_name = tool_event.actions.transfer_to_agent
         if target_name:

@@ -159,9 +159,13 @@ async def call_model(
     if limit > 0 and ctx.llm_calls >= limit:
         raise LlmCallsLimitExceeded(
             f"the invocation reached max_llm_calls={limit}; raise RunConfig.max_llm_calls "
-            "if the agent needs more model calls"
+            "if the agent needs more model calls",
+            limit=limit,
+            used=ctx.llm_calls,
         )
     ctx.count_llm_call()
+    if ctx.guard is not None:
+        ctx.guard.model_calls += 1  # G6: real calls, sub-runs' included (they share it)
     run_after = "after_model" in plugins.active or bool(agent.after_model_callbacks)
     # O1: a `chat {model}` span when an SDK records; the loop ends it with the model's event.
     traced = ctx.trace.model_call(model, request) if ctx.trace is not None else None
@@ -198,6 +202,8 @@ async def call_model(
                 usage = priced(model, response.usage)
                 if usage is not response.usage:
                     response = response.model_copy(update={"usage": usage})
+                if ctx.guard is not None and usage is not None:
+                    ctx.guard.add_usage(usage)  # G6: what the budgets count
             if traced is not None and not response.partial:
                 traced.response(response)
             if run_after:

@@ -7,7 +7,8 @@ with a short pause, so a browser sees the text grow. The rules read the latest m
   confirmation; "save a note: TEXT" calls `save_note` (state and an artifact); "count to N"
   calls the streaming `count_to`; "refund order N" calls the long-running `request_refund`,
   whose result a person delivers later; "fail" makes the model raise;
-- a tool result is answered with a sentence built from it; any other text is echoed.
+- a tool result is answered with a sentence built from it; any other text is echoed;
+- a message about "the launch codes" trips the input guardrail: no model call (SPEC G6).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from rondo import Agent
+from rondo import Agent, GuardrailFunctionOutput
 from rondo.context import ToolContext
 from rondo.errors import ModelError
 from rondo.models.base import ModelRequest, ModelResponse
@@ -144,6 +145,13 @@ class RuleModel:
         yield ModelResponse(content=Content.model(text))
 
 
+def no_launch_codes(ctx: Any, agent: Any, message: Content) -> GuardrailFunctionOutput:
+    return GuardrailFunctionOutput(
+        tripwire_triggered="launch codes" in message.text.lower(),
+        message="I can't discuss that.",
+    )
+
+
 root_agent = Agent(
     name="assistant",
     model=RuleModel(),
@@ -155,4 +163,5 @@ root_agent = Agent(
         count_to,
         LongRunningFunctionTool(request_refund),
     ],
+    input_guardrails=[no_launch_codes],
 )

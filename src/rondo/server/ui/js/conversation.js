@@ -214,6 +214,13 @@ const LIVE = {
   hitl_pending(c, ev) {
     c._setPending(ev.pending);
   },
+  guardrail_triggered(c, ev) {
+    // G6: a blocked input or answer ends the run; a blocked tool call answers with this.
+    c.addError(`Guardrail ${ev.guardrail} (${String(ev.stage || "").replace("_", " ")}): ${ev.message}`);
+  },
+  budget_exhausted(c, ev) {
+    c.addError(`Budget ${ev.budget} used up: ${ev.message}`);
+  },
   hitl_decided(c, ev) {
     const card = c._tool(ev.call_id, ev.tool_name, ev.args);
     c._update(card, { decision: ev.decision, comment: ev.comment, pending: null, status: DECIDED_STATUS[ev.decision] });

@@ -30,6 +30,10 @@ function eventSummary(ev) {
       return `${ev.tool_name} · #${(ev.index ?? 0) + 1} · ${preview(ev.chunk, 40)}`;
     case "hitl_pending":
       return (ev.pending || []).map((p) => p.tool_name).join(", ");
+    case "guardrail_triggered":
+      return `${ev.guardrail} · ${ev.stage}${ev.tool_name ? ` · ${ev.tool_name}` : ""}`;
+    case "budget_exhausted":
+      return `${ev.budget} · ${ev.used ?? "?"} of ${ev.limit}`;
     case "hitl_decided":
       return `${ev.tool_name} · ${ev.decision}`;
     case "context_size":
