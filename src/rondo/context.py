@@ -565,8 +565,29 @@ class CallbackContext(ReadonlyContext):
         self.actions.artifact_delta[filename] = version
         return version
 
+    def _rewound_version(self, filename: str) -> tuple[bool, int | None]:
+        """Issue 21.5: after a rewind a file reads at the version the visible history last
+        recorded (`(True, None)`: only rewound records saved it); `(False, None)`: ask the
+        service for its latest."""
+        if filename in self.actions.artifact_delta:
+            return True, self.actions.artifact_delta[filename]
+        session = self._inv.session
+        if not session.rewound:
+            return False, None
+        for event in reversed(session.events):
+            version = event.actions.artifact_delta.get(filename)
+            if version is not None:
+                return True, version
+        if any(filename in e.actions.artifact_delta for e in session.rewound):
+            return True, None
+        return False, None
+
     async def load_artifact(self, filename: str, version: int | None = None) -> Part | None:
         inv = self._inv
+        if version is None:
+            pinned, version = self._rewound_version(filename)
+            if pinned and version is None:
+                return None
         return await self._artifacts().load_artifact(
             app_name=inv.app_name,
             user_id=inv.user_id,
@@ -577,9 +598,12 @@ class CallbackContext(ReadonlyContext):
 
     async def list_artifacts(self) -> list[str]:
         inv = self._inv
-        return await self._artifacts().list_artifact_keys(
+        names = await self._artifacts().list_artifact_keys(
             app_name=inv.app_name, user_id=inv.user_id, session_id=inv.session.id
         )
+        if inv.session.rewound:  # the files only rewound records saved are gone for now
+            names = [n for n in names if self._rewound_version(n) != (True, None)]
+        return names
 
 
 class ToolContext(CallbackContext):

@@ -30,6 +30,7 @@ from rondo.errors import (
     InvalidMessageError,
     InvalidPageError,
     InvalidStateValueError,
+    InvocationNotFoundError,
     ModelError,
     RondoError,
     SchemaVersionError,
@@ -82,6 +83,7 @@ class RunInProgressError(RondoError):
 _STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (AppNotFoundError, 404),
     (SessionNotFoundError, 404),
+    (InvocationNotFoundError, 404),
     (NotFoundError, 404),
     (SessionExistsError, 409),
     (StaleSessionError, 409),
