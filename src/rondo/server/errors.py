@@ -47,6 +47,7 @@ __all__ = [
     "NotFoundError",
     "RunInProgressError",
     "SafeRoute",
+    "VersionConflictError",
     "describe",
     "install_error_handlers",
     "status_for",
@@ -79,6 +80,10 @@ class RunInProgressError(RondoError):
     """Another run of this session is still going on in this server."""
 
 
+class VersionConflictError(RondoError):
+    """A rewind computed from a session version that is no longer the stored one (409)."""
+
+
 # Most specific first: the first matching class decides.
 _STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (AppNotFoundError, 404),
@@ -88,6 +93,7 @@ _STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (SessionExistsError, 409),
     (StaleSessionError, 409),
     (RunInProgressError, 409),
+    (VersionConflictError, 409),
     (InvalidArtifactNameError, 400),
     (InvalidIdError, 400),
     (InvalidPageError, 400),
