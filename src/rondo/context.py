@@ -566,21 +566,15 @@ class CallbackContext(ReadonlyContext):
         return version
 
     def _rewound_version(self, filename: str) -> tuple[bool, int | None]:
-        """Issue 21.5: after a rewind a file reads at the version the visible history last
-        recorded (`(True, None)`: only rewound records saved it); `(False, None)`: ask the
-        service for its latest."""
+        """Issue 21.5: this step's own save, else the version the visible history recorded
+        (`rondo.sessions.rewind.artifact_version`)."""
         if filename in self.actions.artifact_delta:
             return True, self.actions.artifact_delta[filename]
-        session = self._inv.session
-        if not session.rewound:
+        if not self._inv.session.rewound:
             return False, None
-        for event in reversed(session.events):
-            version = event.actions.artifact_delta.get(filename)
-            if version is not None:
-                return True, version
-        if any(filename in e.actions.artifact_delta for e in session.rewound):
-            return True, None
-        return False, None
+        from rondo.sessions.rewind import artifact_version
+
+        return artifact_version(self._inv.session, filename)
 
     async def load_artifact(self, filename: str, version: int | None = None) -> Part | None:
         inv = self._inv

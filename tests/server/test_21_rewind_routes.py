@@ -164,3 +164,29 @@ def test_21_multitask_rollback_stops_and_rewinds_the_running_run(
         cut = [e for e in audit if e.get("runId") == run_id]
         assert cut[0]["content"]["parts"][0]["text"] == "long one"
         assert cut[-1]["errorCode"] == "CANCELLED"  # the stop was recorded, then rewound
+
+
+def test_21_rewind_route_artifacts_read_at_their_earlier_version(hostile: Hostile) -> None:
+    with hostile() as http:
+        base = "/apps/files/users/bob/sessions/s"
+        http.post(base, headers=BOB)
+        for text in ("first note", "second note"):
+            answer = http.post("/run", json=_body("files", "bob", "s", text), headers=BOB)
+            assert answer.status_code == 200, answer.text
+        assert http.get(base + "/artifacts/notes.txt", headers=BOB).json()["text"] == "second note"
+        events = http.get(base, headers=BOB).json()["events"]
+        second = events[len(events) // 2]["invocationId"]
+        assert events[len(events) // 2]["content"]["parts"][0]["text"] == "second note"
+        rewound = http.post(base + "/rewind", json={"invocationId": second}, headers=BOB)
+        assert rewound.status_code == 200
+        latest = http.get(base + "/artifacts/notes.txt", headers=BOB)
+        assert latest.json()["text"] == "first note"
+        # Nothing deleted: the rewound version stays readable by its number.
+        kept = http.get(base + "/artifacts/notes.txt/versions/1", headers=BOB)
+        assert kept.json()["text"] == "second note"
+        first = http.post(
+            base + "/rewind", json={"invocationId": events[0]["invocationId"]}, headers=BOB
+        )
+        assert first.status_code == 200
+        assert http.get(base + "/artifacts/notes.txt", headers=BOB).status_code == 404
+        assert http.get(base + "/artifacts", headers=BOB).json() == []

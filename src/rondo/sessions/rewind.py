@@ -24,6 +24,7 @@ from rondo.sessions.base import BaseSessionService, Session, apply_pending
 __all__ = [
     "CREATED_AUTHOR",
     "apply_rewinds",
+    "artifact_version",
     "first_index",
     "fork_session",
     "is_rewind",
@@ -199,3 +200,18 @@ def _without_shared(event: Event) -> Event:
     return event.model_copy(
         update={"actions": event.actions.model_copy(update={"state_delta": ReadOnlyDict(kept)})}
     )
+
+
+def artifact_version(session: Session, filename: str) -> tuple[bool, int | None]:
+    """After a rewind a file reads at the version the visible history last recorded:
+    `(True, version)`; `(True, None)` when only rewound records saved it (it reads as
+    missing); `(False, None)` when no rewind concerns it (the store's latest version)."""
+    if not session.rewound:
+        return False, None
+    for event in reversed(session.events):
+        version = event.actions.artifact_delta.get(filename)
+        if version is not None:
+            return True, version
+    if any(filename in e.actions.artifact_delta for e in session.rewound):
+        return True, None
+    return False, None
