@@ -569,8 +569,23 @@ class CallbackContext(ReadonlyContext):
         self.actions.artifact_delta[filename] = version
         return version
 
+    def _rewound_version(self, filename: str) -> tuple[bool, int | None]:
+        """Issue 21.5: this step's own save, else the version the visible history recorded
+        (`rondo.sessions.rewind.artifact_version`)."""
+        if filename in self.actions.artifact_delta:
+            return True, self.actions.artifact_delta[filename]
+        if not self._inv.session.rewound:
+            return False, None
+        from rondo.sessions.rewind import artifact_version
+
+        return artifact_version(self._inv.session, filename)
+
     async def load_artifact(self, filename: str, version: int | None = None) -> Part | None:
         inv = self._inv
+        if version is None:
+            pinned, version = self._rewound_version(filename)
+            if pinned and version is None:
+                return None
         return await self._artifacts().load_artifact(
             app_name=inv.app_name,
             user_id=inv.user_id,
@@ -581,9 +596,12 @@ class CallbackContext(ReadonlyContext):
 
     async def list_artifacts(self) -> list[str]:
         inv = self._inv
-        return await self._artifacts().list_artifact_keys(
+        names = await self._artifacts().list_artifact_keys(
             app_name=inv.app_name, user_id=inv.user_id, session_id=inv.session.id
         )
+        if inv.session.rewound:  # the files only rewound records saved are gone for now
+            names = [n for n in names if self._rewound_version(n) != (True, None)]
+        return names
 
 
 class ToolContext(CallbackContext):

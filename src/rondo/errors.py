@@ -40,6 +40,7 @@
     │   ├── SessionNotFoundError (also LookupError)
     │   ├── SessionExistsError                  create_session with an id already in use
     │   ├── StaleSessionError                   append through an out-of-date session handle
+    │   ├── InvocationNotFoundError (also LookupError)  rewind/fork to an invocation the session lacks
     │   ├── SchemaVersionError                  the database holds an older/newer schema
     │   ├── InvalidIdError (also ValueError)    an empty or malformed app name, user or session id
     │   └── InvalidPageError (also ValueError)  list_sessions: a limit below 1, a foreign page token
@@ -78,6 +79,7 @@ __all__ = [
     "InvalidMessageError",
     "InvalidPageError",
     "InvalidStateValueError",
+    "InvocationNotFoundError",
     "LlmCallsLimitExceeded",
     "MissingAPIKeyError",
     "ModelAuthError",
@@ -396,6 +398,11 @@ class SessionExistsError(SessionError):
 
 class StaleSessionError(SessionError):
     """The session changed in the store since this handle was read; nothing was stored."""
+
+
+class InvocationNotFoundError(SessionError, LookupError):
+    """A rewind or fork names an invocation that is not in the session's visible history
+    (google-adk's name; also raised for one already rewound away)."""
 
 
 class SchemaVersionError(SessionError):

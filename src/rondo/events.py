@@ -72,6 +72,9 @@ class EventActions(BaseModel):
         dict[str, ToolConfirmation], AfterValidator(ReadOnlyDict)
     ] = Field(default_factory=empty_map)
     compaction: EventCompaction | None = None
+    # A rewind record (google-adk's field): the session reads as it was before the first
+    # record of this invocation; the records between stay stored, hidden from the history.
+    rewind_before_invocation_id: str | None = None
 
     def is_empty(self) -> bool:
         return (
@@ -82,6 +85,7 @@ class EventActions(BaseModel):
             and not self.skip_summarization
             and not self.requested_tool_confirmations
             and self.compaction is None
+            and self.rewind_before_invocation_id is None
         )
 
 

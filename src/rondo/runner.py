@@ -467,6 +467,55 @@ class Runner:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
+    async def rewind_async(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        rewind_before_invocation_id: str,
+        expected_version: int | None = None,
+    ) -> Event:
+        """google-adk's rewind: the session reads as it was before that invocation — events,
+        session state (the state it was created with included) and artifact versions — and
+        the next message goes to the agent that would have answered then.
+
+        One record appended to the log (`rondo.sessions.rewind`): nothing is copied or
+        deleted, the rewound records stay listed in `Session.rewound`. Raises
+        `InvocationNotFoundError` for an invocation the visible history lacks and
+        `StaleSessionError` when the session moved past `expected_version` (or on a
+        concurrent append). Returns the rewind record."""
+        from rondo.sessions.rewind import rewind_session
+
+        return await rewind_session(
+            self.session_service,
+            app_name=self.app_name,
+            user_id=user_id,
+            session_id=session_id,
+            rewind_before_invocation_id=rewind_before_invocation_id,
+            expected_version=expected_version,
+        )
+
+    async def fork_async(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        before_invocation_id: str | None = None,
+        new_session_id: str | None = None,
+    ) -> Session:
+        """A new session with the history before that invocation (all of it by default) and
+        the session state it had then; the original is untouched."""
+        from rondo.sessions.rewind import fork_session
+
+        return await fork_session(
+            self.session_service,
+            app_name=self.app_name,
+            user_id=user_id,
+            session_id=session_id,
+            before_invocation_id=before_invocation_id,
+            new_session_id=new_session_id,
+        )
+
     async def new_session_id(self, user_id: str) -> str:
         import uuid
 

@@ -40,6 +40,7 @@ from rondo.server.wire import (
     session_json,
 )
 from rondo.sessions.base import Session
+from rondo.sessions.rewind import artifact_version
 from rondo.types import Part
 
 __all__ = ["require_message", "router"]
@@ -247,10 +248,12 @@ async def list_artifacts(
     app_name: str, user_id: str, session_id: str, request: Request
 ) -> Response:
     state = owner(request, user_id)
-    await _session_or_404(state, app_name, user_id, session_id)
+    session = await _session_or_404(state, app_name, user_id, session_id)
     names = await state.artifacts.list_artifact_keys(
         app_name=app_name, user_id=user_id, session_id=session_id
     )
+    if session.rewound:  # the files only rewound records saved read as gone
+        names = [n for n in names if artifact_version(session, n) != (True, None)]
     return _json(names)
 
 
@@ -282,7 +285,11 @@ async def _load(
     name: str,
     version: int | None,
 ) -> Response:
-    await _session_or_404(state, app_name, user_id, session_id)
+    session = await _session_or_404(state, app_name, user_id, session_id)
+    if version is None and session.rewound:  # issue 21.5: the version before the rewind
+        pinned, version = artifact_version(session, name)
+        if pinned and version is None:
+            raise NotFoundError("Artifact not found")
     part = await state.artifacts.load_artifact(
         app_name=app_name, user_id=user_id, session_id=session_id, filename=name, version=version
     )

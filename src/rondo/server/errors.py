@@ -30,6 +30,7 @@ from rondo.errors import (
     InvalidMessageError,
     InvalidPageError,
     InvalidStateValueError,
+    InvocationNotFoundError,
     ModelError,
     RondoError,
     SchemaVersionError,
@@ -46,6 +47,7 @@ __all__ = [
     "NotFoundError",
     "RunInProgressError",
     "SafeRoute",
+    "VersionConflictError",
     "describe",
     "install_error_handlers",
     "status_for",
@@ -78,14 +80,20 @@ class RunInProgressError(RondoError):
     """Another run of this session is still going on in this server."""
 
 
+class VersionConflictError(RondoError):
+    """A rewind computed from a session version that is no longer the stored one (409)."""
+
+
 # Most specific first: the first matching class decides.
 _STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (AppNotFoundError, 404),
     (SessionNotFoundError, 404),
+    (InvocationNotFoundError, 404),
     (NotFoundError, 404),
     (SessionExistsError, 409),
     (StaleSessionError, 409),
     (RunInProgressError, 409),
+    (VersionConflictError, 409),
     (InvalidArtifactNameError, 400),
     (InvalidIdError, 400),
     (InvalidPageError, 400),

@@ -92,7 +92,8 @@ class DetachedRunRequest(RunAgentRequest):
         default="reject",
         description="When another run holds the session: refuse (409), wait for it (in "
         "arrival order, in this server's memory: a restart drops a waiting message, nothing "
-        "of it stored), or stop it and keep what it finished (`interrupt`).",
+        "of it stored), stop it and keep what it finished (`interrupt`), or stop it and "
+        "rewind it away (`rollback`).",
     )
 
 

@@ -85,6 +85,13 @@ class SessionStatements:
             f"INSERT INTO {e} ({_EVENT_COLUMNS}) VALUES (:app, :user, :sid, :old_version, "
             ":event_id, :invocation_id, :author, :ts, :payload)"
         )
+        # Issue 21.5: the state a session was created with, kept at seq -1 (outside every read
+        # of the history, deleted with the session's events) for a rewind to restore.
+        # (SQLite; PostgreSQL does it inside `create`.)
+        self.insert_created = Sql(
+            f"INSERT INTO {e} ({_EVENT_COLUMNS}) VALUES (:app, :user, :sid, -1, :event_id, "
+            "'', :author, :created, :payload)"
+        )
         self.scope = {
             "app": Sql(f"SELECT state FROM {a} WHERE app_name = :app"),
             "user": Sql(f"SELECT state FROM {u} WHERE app_name = :app AND user_id = :user"),
@@ -110,8 +117,8 @@ class SessionStatements:
 
         # Built on first use: there are up to 16 shapes of append and 8 of list.
         self._updates: dict[tuple[bool, bool], Sql] = {}
-        self._appends: dict[tuple[bool, bool, bool, bool], Sql] = {}
-        self._creates: dict[tuple[bool, bool], Sql] = {}
+        self._appends: dict[tuple[bool, bool, bool, bool, bool], Sql] = {}
+        self._creates: dict[tuple[bool, bool, bool], Sql] = {}
         self._lists: dict[tuple[bool, bool, bool], Sql] = {}
 
     def update(self, state: bool, pending: bool) -> Sql:
@@ -129,16 +136,19 @@ class SessionStatements:
             )
         return stmt
 
-    def append(self, state: bool, pending: bool, app: bool, user: bool) -> Sql:
+    def append(self, state: bool, pending: bool, app: bool, user: bool, drop: bool = False) -> Sql:
         """PostgreSQL: a whole append in one statement; it inserts one event row, or none
-        when the version guard fails."""
-        shape = (state, pending, app, user)
+        when the version guard fails. `drop`: a rewind also removes the keys `:drop`."""
+        shape = (state, pending, app, user, drop)
         stmt = self._appends.get(shape)
         if stmt is not None:
             return stmt
         s, _a, _u, e = self._names
         sets = "version = :old_version + 1, update_time = :ts"
-        sets += f", state = {s}.state || :state::jsonb" if state else ""
+        merged = f"{s}.state || :state::jsonb"
+        if drop:
+            merged = f"({merged}) - CAST(:drop AS text[])"
+        sets += f", state = {merged}" if state else ""
         sets += ", pending = :pending::jsonb" if pending else ""
         ctes = [
             f"bumped AS (UPDATE {s} SET {sets} WHERE app_name = :app AND user_id = :user "
@@ -152,19 +162,25 @@ class SessionStatements:
         )
         return stmt
 
-    def create(self, app: bool, user: bool) -> Sql:
+    def create(self, app: bool, user: bool, kept: bool = False) -> Sql:
         """PostgreSQL: a new session and its scope deltas in one statement; returns whether it
-        was inserted (0 when the id is taken) and the app and user states after it."""
-        shape = (app, user)
+        was inserted (0 when the id is taken) and the app and user states after it. `kept`:
+        it also stores the created state at seq -1 (`insert_created`)."""
+        shape = (app, user, kept)
         stmt = self._creates.get(shape)
         if stmt is not None:
             return stmt
-        s, a, u, _e = self._names
+        s, a, u, e = self._names
         ctes = [
             f"ins AS (INSERT INTO {s} (app_name, user_id, id, state, pending, version, "
             "create_time, update_time) VALUES (:app, :user, :sid, :state::jsonb, '[]'::jsonb, "
             "0, :created, :created) ON CONFLICT DO NOTHING RETURNING app_name, user_id)"
         ]
+        if kept:
+            ctes.append(
+                f"kept AS (INSERT INTO {e} ({_EVENT_COLUMNS}) SELECT :app, :user, :sid, -1, "
+                ":event_id, '', :author, :created, :payload::json FROM ins)"
+            )
         ctes += self._scope_merges("ins", ":created", app, user)
         app_state = f"(SELECT state FROM {a} WHERE app_name = :app)"
         user_state = f"(SELECT state FROM {u} WHERE app_name = :app AND user_id = :user)"

@@ -245,14 +245,34 @@ class Session:
     pending: list[PendingCall] = field(default_factory=list[PendingCall])
     version: int = 0
     last_update_time: float = 0.0
+    # Issue 21.5: the records rewinds hide from `events` (the rewind records included), in
+    # log order — stored, never deleted, readable for audit.
+    rewound: list[Event] = field(default_factory=list[Event])
 
     def __post_init__(self) -> None:
         if not isinstance(self.events, EventsView):  # pyright: ignore[reportUnnecessaryIsInstance]
             self.events = EventsView(EventLog(list(self.events)))
 
+    def _after_rewind(
+        self, event: Event, target: str, version: int, pending: list[PendingCall]
+    ) -> None:
+        """A rewind record was committed: the handle shows the history before `target`."""
+        shown = list(self.events)
+        cut = next((i for i, e in enumerate(shown) if e.invocation_id == target), 0)
+        self.rewound = [*self.rewound, *shown[cut:], event]
+        self.events = EventsView(EventLog(shown[:cut]))
+        for key, value in event.actions.state_delta.items():
+            if value is None:
+                self.state.pop(key, None)
+            elif not key.startswith(TEMP_PREFIX):
+                self.state[key] = value
+        self.pending = pending
+        self.version = version
+        self.last_update_time = event.timestamp
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready projection of the handle."""
-        return {
+        data: dict[str, Any] = {
             "id": self.id,
             "app_name": self.app_name,
             "user_id": self.user_id,
@@ -262,9 +282,16 @@ class Session:
             "version": self.version,
             "last_update_time": self.last_update_time,
         }
+        if self.rewound:
+            data["rewound"] = [e.model_dump(mode="json") for e in self.rewound]
+        return data
 
     def _after_append(self, event: Event, version: int, pending: list[PendingCall]) -> None:
         """Advance the handle past an event the store just committed."""
+        target = event.actions.rewind_before_invocation_id
+        if target is not None:
+            self._after_rewind(event, target, version, pending)
+            return
         self.events._extend_to(self.events._stop + 1)  # pyright: ignore[reportPrivateUsage]
         for key, value in event.actions.state_delta.items():
             if not key.startswith(TEMP_PREFIX):
@@ -482,6 +509,13 @@ class BaseSessionService(abc.ABC):
                 app_name=app_name, user_id=user_id, session_id=session_id
             )
         return session
+
+    async def created_state(
+        self, *, app_name: str, user_id: str, session_id: str
+    ) -> dict[str, Any] | None:
+        """The session-scope state the session was created with (a rewind restores it), or
+        None when this store does not keep it."""
+        return None
 
     # -- one run per session across processes (SPEC W5) --------------------------------------
 

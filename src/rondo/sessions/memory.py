@@ -30,6 +30,7 @@ from rondo.sessions.base import (
     split_state_delta,
     strip_temp_state,
 )
+from rondo.sessions.rewind import apply_rewinds, pending_calls
 
 __all__ = ["InMemorySessionService", "SessionExistsError"]
 
@@ -41,6 +42,21 @@ class _Stored:
     version: int
     last_update_time: float
     pending: list[PendingCall] = field(default_factory=list[PendingCall])
+    created: dict[str, Any] = field(default_factory=dict[str, Any])
+    # Issue 21.5: once the log holds a rewind, readers see `visible` (rebuilt when `version`
+    # moves past the one it was built at; appends through its handles keep it current).
+    rewinds: int = 0
+    visible: tuple[int, EventLog, list[Event]] | None = None
+
+    def view(self) -> tuple[EventLog, list[Event]]:
+        """The log readers see and the records rewinds hide."""
+        if not self.rewinds:
+            return self.log, []
+        cached = self.visible
+        if cached is None or cached[0] != self.version:
+            shown, hidden = apply_rewinds(self.log)
+            cached = self.visible = (self.version, EventLog(shown), hidden)
+        return cached[1], cached[2]
 
 
 def _first_after(log: EventLog, timestamp: float) -> int:
@@ -78,12 +94,14 @@ class InMemorySessionService(BaseSessionService):
     def _handle(
         self, app_name: str, user_id: str, session_id: str, stored: _Stored, start: int = 0
     ) -> Session:
+        log, rewound = stored.view()
         return Session(
             id=session_id,
             app_name=app_name,
             user_id=user_id,
             state=self._merged_state(app_name, user_id, stored),
-            events=EventsView(stored.log, start),
+            events=EventsView(log, start),
+            rewound=list(rewound),
             pending=stored.pending,
             version=stored.version,
             last_update_time=stored.last_update_time,
@@ -108,7 +126,9 @@ class InMemorySessionService(BaseSessionService):
             self._app_state.setdefault(app_name, {}).update(app)
         if user:
             self._user_state.setdefault((app_name, user_id), {}).update(user)
-        stored = _Stored(log=EventLog(), state=sess, version=0, last_update_time=now())
+        stored = _Stored(
+            log=EventLog(), state=sess, version=0, last_update_time=now(), created=dict(sess)
+        )
         self._sessions[key] = stored
         return self._handle(app_name, user_id, session_id, stored)
 
@@ -126,10 +146,11 @@ class InMemorySessionService(BaseSessionService):
         if stored is None:
             return None
         start = 0
+        log, _ = stored.view()
         if after_timestamp is not None:
-            start = _first_after(stored.log, after_timestamp)
+            start = _first_after(log, after_timestamp)
         if num_recent_events is not None:
-            start = max(start, len(stored.log) - max(num_recent_events, 0))
+            start = max(start, len(log) - max(num_recent_events, 0))
         return self._handle(app_name, user_id, session_id, stored, start)
 
     async def append_event(self, session: Session, event: Event) -> Event:
@@ -146,6 +167,7 @@ class InMemorySessionService(BaseSessionService):
                 f"read at version {session.version}; re-read it with get_session()"
             )
         event = strip_temp_state(event)
+        rewind = event.actions.rewind_before_invocation_id is not None
         delta = event.actions.state_delta
         if delta:
             app, user, sess = split_state_delta(delta)
@@ -155,10 +177,22 @@ class InMemorySessionService(BaseSessionService):
                 self._user_state.setdefault((session.app_name, session.user_id), {}).update(user)
             if sess:
                 stored.state.update(sess)
+                if rewind:  # a rewind's None removes the key
+                    for key in [k for k, v in sess.items() if v is None]:
+                        del stored.state[key]
+        shown, _ = stored.view()
         stored.log.append(event)
         stored.version += 1
         stored.last_update_time = event.timestamp
-        stored.pending = apply_pending(stored.pending, event)
+        if rewind:
+            stored.rewinds += 1
+            stored.pending = pending_calls(stored.view()[0])
+        else:
+            stored.pending = apply_pending(stored.pending, event)
+            if stored.visible is not None and shown is stored.visible[1]:
+                # The handle reads the visible log: it grows with the physical one.
+                shown.append(event)
+                stored.visible = (stored.version, shown, stored.visible[2])
         session._after_append(event, stored.version, stored.pending)  # pyright: ignore[reportPrivateUsage]
         return event
 
@@ -198,6 +232,12 @@ class InMemorySessionService(BaseSessionService):
         ]
         next_token = str(end) if end < len(keys) else None
         return ListSessionsResponse(sessions=sessions, next_page_token=next_token)
+
+    async def created_state(
+        self, *, app_name: str, user_id: str, session_id: str
+    ) -> dict[str, Any] | None:
+        stored = self._sessions.get((app_name, user_id, session_id))
+        return None if stored is None else dict(stored.created)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         check_ids(app_name, user_id, session_id)

@@ -41,7 +41,7 @@ from rondo.errors import (
     SessionNotFoundError,
     StaleSessionError,
 )
-from rondo.events import NO_ACTIONS, Event, PendingCall
+from rondo.events import NO_ACTIONS, Event, EventActions, PendingCall
 from rondo.sessions._run_claims import RunClaims
 from rondo.sessions._schema import SessionTables
 from rondo.sessions._sqlengine import Executor, Sql, default_sqlite_url, open_database
@@ -62,6 +62,7 @@ from rondo.sessions.base import (
     split_state_delta,
     strip_temp_state,
 )
+from rondo.sessions.rewind import CREATED_AUTHOR, apply_rewinds, pending_calls
 
 __all__ = ["SqlSessionService", "default_sqlite_url"]
 
@@ -78,7 +79,7 @@ class _Cached:
     `first_seq == 0`; `state` (the session scope only) and `pending` are those at `version`.
     """
 
-    __slots__ = ("created", "first_seq", "log", "pending", "state", "version")
+    __slots__ = ("created", "first_seq", "log", "pending", "rewinds", "state", "version", "visible")
 
     def __init__(self, created: float, first_seq: int) -> None:
         self.created = created
@@ -88,20 +89,54 @@ class _Cached:
         self.version = first_seq
         self.state: dict[str, Any] = {}
         self.pending: list[PendingCall] = []
+        # Issue 21.5: how many rewind records `log` holds, and the visible log readers of the
+        # whole history share (with the records it hides) at the version it was built for.
+        self.rewinds = 0
+        self.visible: tuple[int, EventLog, list[Event]] | None = None
 
     def add(self, seq: int, event: Event) -> None:
         """Append the event stored at `seq` unless the log already has it."""
         if seq == self.version:
             self.log.append(event)
             self.version += 1
+            if event.actions.rewind_before_invocation_id is not None:
+                self.rewinds += 1
+
+    def extend(self, events: Sequence[Event]) -> None:
+        self.log.extend(events)
+        self.version += len(events)
+        self.rewinds += sum(1 for e in events if e.actions.rewind_before_invocation_id)
+
+    def view(self, start: int, stop: int) -> tuple[EventLog, int, int, list[Event]]:
+        """The log a handle of the events `[start, stop)` reads, its bounds in it, and what
+        rewinds hide."""
+        lo, hi = start - self.first_seq, stop - self.first_seq
+        if not self.rewinds:
+            return self.log, lo, hi, []
+        whole = lo == 0 and self.first_seq == 0 and hi == len(self.log)
+        cached = self.visible
+        if whole and cached is not None and cached[0] == stop:
+            return cached[1], 0, len(cached[1]), cached[2]
+        shown, hidden = apply_rewinds(self.log[lo:hi])
+        log = EventLog(shown)
+        if whole:
+            self.visible = (stop, log, hidden)
+        return log, 0, len(log), hidden
 
     def advance(
-        self, seq: int, event: Event, sess: dict[str, Any], pending: list[PendingCall]
+        self,
+        seq: int,
+        event: Event,
+        sess: dict[str, Any],
+        pending: list[PendingCall],
+        drop: Sequence[str] = (),
     ) -> None:
         """Take in an event this process appended at `seq`, with its effects."""
         if seq == self.version:
             self.add(seq, event)
             self.state.update(sess)
+            for key in drop:
+                self.state.pop(key, None)
             self.pending = pending
 
 
@@ -404,7 +439,8 @@ class SqlSessionService(BaseSessionService):
     ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         sql = self._sql
         if sql.postgres:
-            inserted, app_state, user_state = (await ex.fetch(sql.create(bool(app), bool(user)), values))[0]  # fmt: skip
+            stmt = sql.create(bool(app), bool(user), "payload" in values)
+            inserted, app_state, user_state = (await ex.fetch(stmt, values))[0]
         elif await ex.execute(sql.insert_session, values):
             inserted = 1
             await self._merge_scopes(ex, {**values, "ts": values["created"]}, app, user)
@@ -413,6 +449,8 @@ class SqlSessionService(BaseSessionService):
             inserted = app_state = user_state = None
         if not inserted:
             raise SessionExistsError(f"session {values['sid']!r} already exists")
+        if "payload" in values and not sql.postgres:
+            await ex.execute(sql.insert_created, values)
         return _loads(app_state), _loads(user_state)
 
     async def _read_tx(
@@ -482,20 +520,25 @@ class SqlSessionService(BaseSessionService):
         sql = self._sql
         read_at: int = values["old_version"]
         has_pending = "pending" in values
+        drop: list[str] = values.get("drop") or []
         if sql.postgres:  # one statement; the session delta merges in it
-            if sess:
+            if sess or drop:
                 values["state"] = _dumps(sess)
-            stmt = sql.append(bool(sess), has_pending, bool(app), bool(user))
+            stmt = sql.append(bool(sess or drop), has_pending, bool(app), bool(user), bool(drop))
             if await ex.execute(stmt, values) != 1:
                 await self._refuse_append(ex, values, read_at)
             return
-        if sess:
+        values.pop("drop", None)
+        if sess or drop:
             if base is None:  # this process has not seen the state at `read_at`: read it
                 rows = await ex.fetch(sql.version_state, values)
                 _refuse(values["sid"], rows[0][0] if rows else None, read_at)
                 base = _loads(rows[0][1])
-            values["state"] = _dumps({**(base or {}), **sess})
-        if await ex.execute(sql.update(bool(sess), has_pending), values) != 1:
+            merged = {**(base or {}), **sess}
+            for key in drop:
+                merged.pop(key, None)
+            values["state"] = _dumps(merged)
+        if await ex.execute(sql.update(bool(sess or drop), has_pending), values) != 1:
             await self._refuse_append(ex, values, read_at)
         await ex.execute(sql.insert_event, values)
         if app or user:
@@ -551,6 +594,11 @@ class SqlSessionService(BaseSessionService):
             "user_state": _dumps(user),
             "created": created,
         }
+        if sess:
+            kept = Event(author=CREATED_AUTHOR, actions=EventActions(state_delta=sess))
+            values["payload"] = _encode_event(kept)
+            values["event_id"] = kept.id
+            values["author"] = CREATED_AUTHOR
         app_state, user_state = await self._db.write(
             partial(self._create_tx, values=values, app=app, user=user),
             single=self._sql.postgres,  # one statement there
@@ -615,8 +663,7 @@ class SqlSessionService(BaseSessionService):
         events = read.events
         skip = entry.version - read.loaded_from
         if 0 <= skip < len(events):
-            entry.log.extend(events[skip:] if skip else events)
-            entry.version += len(events) - skip
+            entry.extend(events[skip:] if skip else events)
         self._remember(key, entry)
         if hit:
             pending = entry.pending  # unchanged since the cache saw this version
@@ -625,15 +672,17 @@ class SqlSessionService(BaseSessionService):
             if entry.version == version:
                 entry.state = dict(read.state)
                 entry.pending = pending
+        log, lo, hi, rewound = entry.view(read.start, version)
         return Session(
             id=session_id,
             app_name=app_name,
             user_id=user_id,
             state={**(read.app_state or {}), **(read.user_state or {}), **read.state},
-            events=EventsView(entry.log, read.start - entry.first_seq, version - entry.first_seq),
+            events=EventsView(log, lo, hi),
             pending=pending,
             version=version,
             last_update_time=read.update_time,
+            rewound=list(rewound),
         )
 
     async def append_event(self, session: Session, event: Event) -> Event:
@@ -650,7 +699,16 @@ class SqlSessionService(BaseSessionService):
         event = strip_temp_state(event)
         delta = event.actions.state_delta
         app, user, sess = split_state_delta(delta) if delta else ({}, {}, {})
-        pending = apply_pending(session.pending, event)
+        target = event.actions.rewind_before_invocation_id
+        drop: list[str] = []
+        if target is None:
+            pending = apply_pending(session.pending, event)
+        else:  # the calls waiting before the rewound invocation; a rewind's None removes
+            shown = list(session.events)
+            cut = next((i for i, e in enumerate(shown) if e.invocation_id == target), 0)
+            pending = pending_calls(shown[:cut])
+            drop = [k for k, v in sess.items() if v is None]
+            sess = {k: v for k, v in sess.items() if v is not None}
         values: _Params = {
             "app": key[0],
             "user": key[1],
@@ -664,6 +722,8 @@ class SqlSessionService(BaseSessionService):
         }
         if pending is not session.pending:
             values["pending"] = _dumps([p.model_dump(mode="json") for p in pending])
+        if drop:
+            values["drop"] = drop
         if app:
             values["app_state"] = _dumps(app)
         if user:
@@ -673,7 +733,7 @@ class SqlSessionService(BaseSessionService):
             partial(self._append_tx, values=values, sess=sess, base=base, app=app, user=user),
             single=self._sql.postgres or (not app and not user),
         )
-        self._after_commit(session, event, self._cache.get(key), pending, sess)
+        self._after_commit(session, event, self._cache.get(key), pending, sess, drop)
         return event
 
     def _after_commit(
@@ -683,6 +743,7 @@ class SqlSessionService(BaseSessionService):
         entry: _Cached | None,
         pending: list[PendingCall],
         sess: dict[str, Any],
+        drop: Sequence[str] = (),
     ) -> None:
         """Advance the handle and the cache past the event just committed.
 
@@ -695,7 +756,12 @@ class SqlSessionService(BaseSessionService):
         owner: _Cached | None = log.derived.get(_OWNER)
         if owner is None and entry is not None and entry.log is log:
             owner = entry  # even if someone cleared `derived`, never append twice
-        if owner is None:
+        rewind = event.actions.rewind_before_invocation_id is not None
+        if entry is not None and not rewind:
+            visible = entry.visible
+            if visible is not None and visible[1] is log and visible[0] == read_at:
+                entry.visible = (read_at + 1, log, visible[2])  # grows with the append below
+        if owner is None and not rewind:
             if view.start + len(view) != len(log):
                 # Events of another handle follow this one's (a re-created session): give
                 # this handle a log of its own.
@@ -705,7 +771,7 @@ class SqlSessionService(BaseSessionService):
         for cached in (owner, entry) if entry is not owner else (owner,):
             if cached is not None:
                 # Appends unless a concurrent get_session already read the event back.
-                cached.advance(read_at, event, sess, pending)
+                cached.advance(read_at, event, sess, pending, drop)
         session._after_append(event, read_at + 1, pending)  # pyright: ignore[reportPrivateUsage]
 
     async def list_sessions(
@@ -746,6 +812,21 @@ class SqlSessionService(BaseSessionService):
             for sid, uid, version, update_time, state, pending, app_state, user_state in rows
         ]
         return ListSessionsResponse(sessions=sessions, next_page_token=next_token)
+
+    async def created_state(
+        self, *, app_name: str, user_id: str, session_id: str
+    ) -> dict[str, Any] | None:
+        check_ids(app_name, user_id, session_id)
+        await self._ready()
+        params = {"app": app_name, "user": user_id, "sid": session_id, "lo": -1, "hi": 0}
+
+        async def read(ex: Executor) -> Sequence[Sequence[Any]]:
+            return await ex.fetch(self._sql.events, params)
+
+        rows = await self._db.read(read)
+        if not rows:
+            return {}
+        return dict(_decode_events([rows[0][0]])[0].actions.state_delta)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         check_ids(app_name, user_id, session_id)
