@@ -174,3 +174,55 @@ def test_contents_text_fast_path_skips_the_converter(monkeypatch: pytest.MonkeyP
     view = contents.ContentsView("a", "", "", 0)
     view.advance([*events, call], len(events) + 1)
     assert calls == [call.id]
+
+
+def test_19_new_event_takes_every_other_event_field() -> None:
+    """`InvocationContext.new_event` accepts every field of `Event` but the three it sets."""
+    from rondo.events import EventFields
+
+    assert set(EventFields.__annotations__) == set(Event.model_fields) - {
+        "author",
+        "invocation_id",
+        "run_id",
+    }
+
+
+def test_19_new_event_copies_the_context_ids() -> None:
+    from rondo.agents.llm import Agent
+    from rondo.context import InvocationContext
+    from rondo.plugins import PluginManager
+    from rondo.sessions import InMemorySessionService, Session
+    from rondo.testing import ScriptedModel
+    from rondo.types import Content
+
+    agent = Agent(name="a", model=ScriptedModel([]))
+    ctx = InvocationContext(
+        app_name="app",
+        user_id="u",
+        session=Session(id="s", app_name="app", user_id="u"),
+        session_service=InMemorySessionService(),
+        plugins=PluginManager(),
+        invocation_id="inv-1",
+        run_id="run-1",
+        agent=agent,
+        root_agent=agent,
+        branch="root.a",
+        isolation_scope="scope-1",
+    )
+    event = ctx.new_event(content=Content.model("hi"))
+    assert (event.author, event.invocation_id, event.run_id) == ("a", "inv-1", "run-1")
+    assert (event.branch, event.isolation_scope) == ("root.a", "scope-1")
+    other = ctx.new_event("user", isolation_scope="s2")
+    assert (other.author, other.branch, other.isolation_scope) == ("user", "root.a", "s2")
+
+
+def test_19_events_of_a_context_are_built_by_new_event() -> None:
+    """No module copies a context's ids into an `Event` by hand (one helper does)."""
+    src = Path(__file__).parents[2] / "src" / "rondo"
+    hand_built = re.compile(r"Event\(\s*author=[^)]*?invocation_id=(self\.)?_?ctx\.", re.S)
+    offenders = [
+        str(p.relative_to(src))
+        for p in src.rglob("*.py")
+        if p.name != "context.py" and hand_built.search(p.read_text())
+    ]
+    assert offenders == []

@@ -151,14 +151,8 @@ class BaseAgent:
     def _callback_event(
         self, ctx: InvocationContext, cb_ctx: CallbackContext, content: Any
     ) -> Event:
-        from rondo.events import Event
-
-        return Event(
-            author=self.name,
-            invocation_id=ctx.invocation_id,
-            run_id=ctx.run_id,
-            branch=ctx.branch,
-            isolation_scope=ctx.isolation_scope,
+        return ctx.new_event(
+            self.name,
             content=content,
             actions=cb_ctx.actions.to_record(),
         )

@@ -366,12 +366,8 @@ class Flow:
                     if tool is not None and tool.is_long_running:
                         long_running.add(call.id)
         event_actions = actions.to_record()
-        return Event(
-            author=self.agent.name,
-            invocation_id=ctx.invocation_id,
-            run_id=ctx.run_id,
-            branch=ctx.branch,
-            isolation_scope=ctx.isolation_scope,
+        return ctx.new_event(
+            self.agent.name,
             content=content,
             partial=response.partial,
             turn_complete=response.turn_complete,
@@ -395,12 +391,8 @@ class Flow:
                 schema = self.agent.output_json_schema or {}
                 if schema.get("type") != "object" and set(body) == {"result"}:
                     body = body["result"]
-                return Event(
-                    author=self.agent.name,
-                    invocation_id=ctx.invocation_id,
-                    run_id=ctx.run_id,
-                    branch=ctx.branch,
-                    isolation_scope=ctx.isolation_scope,
+                return ctx.new_event(
+                    self.agent.name,
                     content=Content.model(json.dumps(body, ensure_ascii=False)),
                 )
         return None
