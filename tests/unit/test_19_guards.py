@@ -67,7 +67,7 @@ def test_g4_errors_tree_drawn_equals_the_classes() -> None:
 
 
 def test_g4_cli_error_joins_the_tree() -> None:
-    from rondo.cli.loading import CliError
+    from rondo.apps import CliError
 
     assert CliError is rondo.errors.CliError
     assert issubclass(CliError, rondo.RondoError)
@@ -226,3 +226,44 @@ def test_19_events_of_a_context_are_built_by_new_event() -> None:
         if p.name != "context.py" and hand_built.search(p.read_text())
     ]
     assert offenders == []
+
+
+def test_19_core_asks_agents_not_their_class() -> None:
+    """The loop, the processors and agent-as-tool never import the LLM agent's class, and
+    the agents never import the runner (issue 19's knot)."""
+    src = Path(__file__).parents[2] / "src" / "rondo"
+    for name in ("flow/loop.py", "flow/processors/transfer.py", "flow/processors/instructions.py"):
+        text = (src / name).read_text()
+        assert "isinstance(" not in text or "Agent)" not in text, name
+    for name in [*(src / "flow").rglob("*.py"), src / "tools" / "agent_tool.py"]:
+        body = name.read_text().split("if TYPE_CHECKING:", 1)
+        runtime = body[0] + (body[1].split("\n\n", 1)[1] if len(body) > 1 else "")
+        assert "from rondo.agents.llm import" not in runtime, name
+    assert "from rondo.runner import Runner\n" not in (src / "agents" / "llm.py").read_text()
+
+
+def test_19_agent_run_builds_its_runner_through_the_seam() -> None:
+    """`Agent.run` still works: its runner comes from the factory the package root installs."""
+    from rondo import _runs
+    from rondo.agents.llm import Agent
+    from rondo.runner import Runner
+    from rondo.testing import ScriptedModel
+
+    agent = Agent(name="a", model=ScriptedModel(["hello"]))
+    runner = _runs.runner_for(agent)
+    assert isinstance(runner, Runner) and runner.app_name == "a" and runner.agent is agent
+    assert agent.run_sync("hi").output == "hello"
+
+
+def test_19_agent_kinds_answer_the_core() -> None:
+    from rondo.agents.llm import Agent
+    from rondo.agents.workflow import SequentialAgent
+    from rondo.testing import ScriptedModel
+
+    task = Agent(name="t", model=ScriptedModel([]), mode="task")
+    chat = Agent(name="c", model=ScriptedModel([]), global_instruction="be kind")
+    seq = SequentialAgent(name="s", sub_agents=[])
+    assert (task.reached_by_call, chat.reached_by_call, seq.reached_by_call) == (True, False, False)
+    assert (chat.transfers, seq.transfers) == (True, False)
+    assert (chat.global_instruction, seq.global_instruction) == ("be kind", "")
+    assert seq.answer_of("x") == {"result": "x"}

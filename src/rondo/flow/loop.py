@@ -100,7 +100,6 @@ class Flow:
         return self._targets
 
     async def expand_tools(self, ctx: InvocationContext) -> list[BaseTool]:
-        from rondo.agents.llm import Agent
         from rondo.context import ReadonlyContext
         from rondo.tools.agent_tool import TaskTool
 
@@ -111,11 +110,7 @@ class Flow:
             else:
                 tools.append(entry)
         # Task and single-turn sub-agents are reached by a call, not by transfer (X1, C2).
-        tools.extend(
-            TaskTool(sub)
-            for sub in self.agent.sub_agents
-            if isinstance(sub, Agent) and sub.mode != "chat"
-        )
+        tools.extend(TaskTool(sub) for sub in self.agent.sub_agents if sub.reached_by_call)
         tools.extend(ctx.run_config.extra_tools)
         names = [t.name for t in tools]
         dupes = sorted({n for n in names if names.count(n) > 1})
