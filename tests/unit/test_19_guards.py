@@ -251,7 +251,8 @@ def test_19_agent_run_builds_its_runner_through_the_seam() -> None:
 
     agent = Agent(name="a", model=ScriptedModel(["hello"]))
     runner = _runs.runner_for(agent)
-    assert isinstance(runner, Runner) and runner.app_name == "a" and runner.agent is agent
+    assert isinstance(runner, Runner)
+    assert (runner.app_name, runner.agent) == ("a", agent)
     assert agent.run_sync("hi").output == "hello"
 
 
@@ -267,3 +268,30 @@ def test_19_agent_kinds_answer_the_core() -> None:
     assert (chat.transfers, seq.transfers) == (True, False)
     assert (chat.global_instruction, seq.global_instruction) == ("be kind", "")
     assert seq.answer_of("x") == {"result": "x"}
+
+
+def test_19_agent_hands_over_the_loops_generator() -> None:
+    """`Agent._run_impl` returns the loop's own generator (no generator re-yielding every
+    item between the agent and the loop): one layer less per streamed event."""
+    from rondo.agents.llm import Agent
+    from rondo.context import InvocationContext
+    from rondo.flow.loop import Flow
+    from rondo.plugins import PluginManager
+    from rondo.sessions import InMemorySessionService, Session
+    from rondo.testing import ScriptedModel
+
+    agent = Agent(name="a", model=ScriptedModel([]))
+    ctx = InvocationContext(
+        app_name="app",
+        user_id="u",
+        session=Session(id="s", app_name="app", user_id="u"),
+        session_service=InMemorySessionService(),
+        plugins=PluginManager(),
+        invocation_id="i",
+        run_id="r",
+        agent=agent,
+        root_agent=agent,
+    )
+    assert not inspect.isasyncgenfunction(Agent._run_impl)  # pyright: ignore[reportPrivateUsage]
+    items = agent._run_impl(ctx)  # pyright: ignore[reportPrivateUsage]
+    assert items.ag_code is Flow.run.__code__  # type: ignore[attr-defined]
