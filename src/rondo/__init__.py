@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from rondo._runs import install_runner_factory
 from rondo._version import __version__
 
 if TYPE_CHECKING:
@@ -295,6 +296,17 @@ __all__ = [
     "tool_input_guardrail",
     "tool_output_guardrail",
 ]
+
+
+def _default_runner(agent: BaseAgent) -> Runner:
+    # The package root wires the layers: the agents' `run` gets its runner from here, so
+    # `rondo.agents` never imports `rondo.runner` (loaded on first use: import cost).
+    from rondo.runner import Runner
+
+    return Runner(agent=agent, app_name=agent.name)
+
+
+install_runner_factory(_default_runner)
 
 
 def __getattr__(name: str) -> Any:

@@ -204,12 +204,7 @@ async def compact(ctx: InvocationContext, config: CompactionConfig, model: Model
     if not summary:
         raise ModelResponseError("the summarizer returned no text")
     start = previous.start_timestamp if previous is not None else window[0].timestamp
-    record = Event(
-        author=ctx.agent.name,
-        invocation_id=ctx.invocation_id,
-        run_id=ctx.run_id,
-        branch=ctx.branch,
-        isolation_scope=ctx.isolation_scope,
+    record = ctx.new_event(
         actions=EventActions(
             compaction=EventCompaction(
                 start_timestamp=start,

@@ -12,11 +12,18 @@ import asyncio
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Unpack
 
 from rondo._state_values import check_state_value
 from rondo.errors import ConfigurationError, ReadOnlyStateError
-from rondo.events import NO_ACTIONS, Event, EventActions, PendingCall, ToolConfirmation
+from rondo.events import (
+    NO_ACTIONS,
+    Event,
+    EventActions,
+    EventFields,
+    PendingCall,
+    ToolConfirmation,
+)
 from rondo.run_config import RunConfig
 from rondo.sessions.base import TEMP_PREFIX, BaseSessionService, Session
 from rondo.types import Content, FunctionCall, FunctionResponse, Part
@@ -396,6 +403,19 @@ class InvocationContext:
         if node is not None:
             child.node = node
         return child
+
+    def new_event(self, author: str | None = None, **fields: Unpack[EventFields]) -> Event:
+        """A record of this invocation: its invocation and run ids, branch and isolation
+        scope copied from this context (`fields` may name another branch or scope), authored
+        by the current agent unless `author` says who."""
+        fields.setdefault("branch", self.branch)
+        fields.setdefault("isolation_scope", self.isolation_scope)
+        return Event(
+            author=self.agent.name if author is None else author,
+            invocation_id=self.invocation_id,
+            run_id=self.run_id,
+            **fields,
+        )
 
     def correlation(self) -> dict[str, Any]:
         """The ids every lifecycle event of this context carries (SPEC V2)."""

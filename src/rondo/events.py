@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -233,3 +233,26 @@ class Event(BaseModel):
             if part.function_call is not None or part.function_response is not None:
                 return False
         return not (parts and parts[-1].code_execution_result is not None)
+
+
+class EventFields(TypedDict, total=False):
+    """An `Event`'s fields other than its author and the ids its invocation gives it: what
+    `InvocationContext.new_event` takes (a test keeps the two equal)."""
+
+    id: str
+    branch: str
+    isolation_scope: str
+    timestamp: float
+    content: Content | None
+    partial: bool
+    turn_complete: bool | None
+    finish_reason: str | None
+    error_code: str | None
+    error_message: str | None
+    interrupted: bool
+    usage: Usage | None
+    actions: EventActions
+    long_running_tool_ids: frozenset[str]
+    input_transcription: str | None
+    output_transcription: str | None
+    custom_metadata: FrozenMap | None

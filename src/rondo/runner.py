@@ -631,7 +631,7 @@ class Runner:
         """Get or create the session, pick the run and the agent, store the user's message."""
         from rondo._ids import new_invocation_id
         from rondo.context import InvocationContext
-        from rondo.events import Event, EventActions
+        from rondo.events import EventActions
 
         service = self.session_service
         session = await service.get_or_create_session(
@@ -689,10 +689,8 @@ class Runner:
         if message is not None and ctx.run_config.save_input_blobs_as_artifacts:
             message, saved = await self._save_input_blobs(ctx, message)
         # R1: the user's message is stored, not yielded back.
-        user_event = Event(
-            author="user",
-            invocation_id=ctx.invocation_id,
-            run_id=run_id,
+        user_event = ctx.new_event(
+            "user",
             content=message,
             actions=EventActions(state_delta=dict(state_delta or {}), artifact_delta=saved),
         )
@@ -781,13 +779,10 @@ class Runner:
         early = await plugins.run("before_run", ctx)
         if early is None:
             return None
-        from rondo.events import Event
         from rondo.types import Content
 
-        event = Event(
-            author=self.agent.name,
-            invocation_id=ctx.invocation_id,
-            run_id=ctx.run_id,
+        event = ctx.new_event(
+            self.agent.name,
             content=early if isinstance(early, Content) else Content.model(str(early)),
         )
         await self._append(ctx, event)

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from rondo.apps import load_agent
 from rondo.cli import app
-from rondo.cli.loading import load_agent
 from rondo.errors import ModelNotFoundError
 from rondo.evaluation import (
     EvalFailedError,

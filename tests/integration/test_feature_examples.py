@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from rondo import Agent
+from rondo.apps import load_agent
 from rondo.cli import app
 from rondo.cli.decisions import EXIT_WAITING
-from rondo.cli.loading import load_agent
 from tests._require import require_module
 
 EXAMPLES = Path(__file__).parents[2] / "examples"

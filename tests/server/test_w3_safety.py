@@ -48,7 +48,7 @@ def test_w3_a_non_loopback_bind_without_tokens_refuses_to_start(tmp_path: Path) 
 
 
 def test_w3_binds_that_may_start() -> None:
-    from rondo.cli.loading import CliError
+    from rondo.apps import CliError
     from rondo.cli.serve import check_bind
 
     for loopback in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):

@@ -67,7 +67,7 @@ def test_g4_errors_tree_drawn_equals_the_classes() -> None:
 
 
 def test_g4_cli_error_joins_the_tree() -> None:
-    from rondo.cli.loading import CliError
+    from rondo.apps import CliError
 
     assert CliError is rondo.errors.CliError
     assert issubclass(CliError, rondo.RondoError)
@@ -174,3 +174,124 @@ def test_contents_text_fast_path_skips_the_converter(monkeypatch: pytest.MonkeyP
     view = contents.ContentsView("a", "", "", 0)
     view.advance([*events, call], len(events) + 1)
     assert calls == [call.id]
+
+
+def test_19_new_event_takes_every_other_event_field() -> None:
+    """`InvocationContext.new_event` accepts every field of `Event` but the three it sets."""
+    from rondo.events import EventFields
+
+    assert set(EventFields.__annotations__) == set(Event.model_fields) - {
+        "author",
+        "invocation_id",
+        "run_id",
+    }
+
+
+def test_19_new_event_copies_the_context_ids() -> None:
+    from rondo.agents.llm import Agent
+    from rondo.context import InvocationContext
+    from rondo.plugins import PluginManager
+    from rondo.sessions import InMemorySessionService, Session
+    from rondo.testing import ScriptedModel
+    from rondo.types import Content
+
+    agent = Agent(name="a", model=ScriptedModel([]))
+    ctx = InvocationContext(
+        app_name="app",
+        user_id="u",
+        session=Session(id="s", app_name="app", user_id="u"),
+        session_service=InMemorySessionService(),
+        plugins=PluginManager(),
+        invocation_id="inv-1",
+        run_id="run-1",
+        agent=agent,
+        root_agent=agent,
+        branch="root.a",
+        isolation_scope="scope-1",
+    )
+    event = ctx.new_event(content=Content.model("hi"))
+    assert (event.author, event.invocation_id, event.run_id) == ("a", "inv-1", "run-1")
+    assert (event.branch, event.isolation_scope) == ("root.a", "scope-1")
+    other = ctx.new_event("user", isolation_scope="s2")
+    assert (other.author, other.branch, other.isolation_scope) == ("user", "root.a", "s2")
+
+
+def test_19_events_of_a_context_are_built_by_new_event() -> None:
+    """No module copies a context's ids into an `Event` by hand (one helper does)."""
+    src = Path(__file__).parents[2] / "src" / "rondo"
+    hand_built = re.compile(r"Event\(\s*author=[^)]*?invocation_id=(self\.)?_?ctx\.", re.S)
+    offenders = [
+        str(p.relative_to(src))
+        for p in src.rglob("*.py")
+        if p.name != "context.py" and hand_built.search(p.read_text())
+    ]
+    assert offenders == []
+
+
+def test_19_core_asks_agents_not_their_class() -> None:
+    """The loop, the processors and agent-as-tool never import the LLM agent's class, and
+    the agents never import the runner (issue 19's knot)."""
+    src = Path(__file__).parents[2] / "src" / "rondo"
+    for name in ("flow/loop.py", "flow/processors/transfer.py", "flow/processors/instructions.py"):
+        text = (src / name).read_text()
+        assert "isinstance(" not in text or "Agent)" not in text, name
+    for name in [*(src / "flow").rglob("*.py"), src / "tools" / "agent_tool.py"]:
+        body = name.read_text().split("if TYPE_CHECKING:", 1)
+        runtime = body[0] + (body[1].split("\n\n", 1)[1] if len(body) > 1 else "")
+        assert "from rondo.agents.llm import" not in runtime, name
+    assert "from rondo.runner import Runner\n" not in (src / "agents" / "llm.py").read_text()
+
+
+def test_19_agent_run_builds_its_runner_through_the_seam() -> None:
+    """`Agent.run` still works: its runner comes from the factory the package root installs."""
+    from rondo import _runs
+    from rondo.agents.llm import Agent
+    from rondo.runner import Runner
+    from rondo.testing import ScriptedModel
+
+    agent = Agent(name="a", model=ScriptedModel(["hello"]))
+    runner = _runs.runner_for(agent)
+    assert isinstance(runner, Runner)
+    assert (runner.app_name, runner.agent) == ("a", agent)
+    assert agent.run_sync("hi").output == "hello"
+
+
+def test_19_agent_kinds_answer_the_core() -> None:
+    from rondo.agents.llm import Agent
+    from rondo.agents.workflow import SequentialAgent
+    from rondo.testing import ScriptedModel
+
+    task = Agent(name="t", model=ScriptedModel([]), mode="task")
+    chat = Agent(name="c", model=ScriptedModel([]), global_instruction="be kind")
+    seq = SequentialAgent(name="s", sub_agents=[])
+    assert (task.reached_by_call, chat.reached_by_call, seq.reached_by_call) == (True, False, False)
+    assert (chat.transfers, seq.transfers) == (True, False)
+    assert (chat.global_instruction, seq.global_instruction) == ("be kind", "")
+    assert seq.answer_of("x") == {"result": "x"}
+
+
+def test_19_agent_hands_over_the_loops_generator() -> None:
+    """`Agent._run_impl` returns the loop's own generator (no generator re-yielding every
+    item between the agent and the loop): one layer less per streamed event."""
+    from rondo.agents.llm import Agent
+    from rondo.context import InvocationContext
+    from rondo.flow.loop import Flow
+    from rondo.plugins import PluginManager
+    from rondo.sessions import InMemorySessionService, Session
+    from rondo.testing import ScriptedModel
+
+    agent = Agent(name="a", model=ScriptedModel([]))
+    ctx = InvocationContext(
+        app_name="app",
+        user_id="u",
+        session=Session(id="s", app_name="app", user_id="u"),
+        session_service=InMemorySessionService(),
+        plugins=PluginManager(),
+        invocation_id="i",
+        run_id="r",
+        agent=agent,
+        root_agent=agent,
+    )
+    assert not inspect.isasyncgenfunction(Agent._run_impl)  # pyright: ignore[reportPrivateUsage]
+    items = agent._run_impl(ctx)  # pyright: ignore[reportPrivateUsage]
+    assert items.ag_code is Flow.run.__code__  # type: ignore[attr-defined]

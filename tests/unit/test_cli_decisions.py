@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from rondo.apps import app_name_for
 from rondo.cli import app
 from rondo.cli.decisions import EXIT_WAITING
-from rondo.cli.loading import app_name_for
 from tests._require import require_module
 
 runner = CliRunner()

@@ -241,12 +241,8 @@ class ResponseReader:
         if parts is not None:
             responses_only = all(p.function_response is not None for p in parts)
             content = Content(role="user" if responses_only else "model", parts=parts)
-        return Event(
-            author=self._author,
-            invocation_id=ctx.invocation_id,
-            run_id=ctx.run_id,
-            branch=ctx.branch,
-            isolation_scope=ctx.isolation_scope,
+        return ctx.new_event(
+            self._author,
             content=content,
             partial=partial,
             long_running_tool_ids=long_running,

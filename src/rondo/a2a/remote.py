@@ -243,14 +243,8 @@ class RemoteA2AAgent(BaseAgent):
         return message
 
     def _error_event(self, ctx: InvocationContext, exc: RemoteAgentError) -> Event:
-        from rondo.events import Event
-
-        return Event(
-            author=self.name,
-            invocation_id=ctx.invocation_id,
-            run_id=ctx.run_id,
-            branch=ctx.branch,
-            isolation_scope=ctx.isolation_scope,
+        return ctx.new_event(
+            self.name,
             error_code=type(exc).__name__,
             error_message=str(exc),
         )

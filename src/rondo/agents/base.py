@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rondo._callbacks import Callbacks, first_result, normalize_callbacks
 from rondo.errors import ConfigurationError, DuplicateAgentNameError, InvalidCallbackError
@@ -39,7 +39,26 @@ class BaseAgent:
 
     Subclasses implement `_run_impl`. `before_agent(ctx)` / `after_agent(ctx)` callbacks may
     return `Content` to answer instead of (or after) the agent.
+
+    The loop, transfer and agent-as-tool ask any agent what they need through the members
+    below, never by testing for the LLM agent's class (which overrides them).
     """
+
+    # Whether the agent picks, with its model, who answers next (`transfer_to_agent`): then
+    # its parent position makes it and its other children transfer targets (SPEC X1).
+    transfers: ClassVar[bool] = False
+    # The instruction a root agent gives every LLM agent below it (SPEC P4).
+    global_instruction: str | Callable[..., Any] = ""
+
+    @property
+    def reached_by_call(self) -> bool:
+        """Whether a parent reaches this agent by a tool call (a task or single-turn agent,
+        SPEC X1/C2) rather than by transfer."""
+        return False
+
+    def answer_of(self, text: str) -> dict[str, object]:
+        """The tool response an agent answering as a tool gives for its final `text`."""
+        return {"result": text}
 
     def __init__(
         self,
@@ -151,14 +170,8 @@ class BaseAgent:
     def _callback_event(
         self, ctx: InvocationContext, cb_ctx: CallbackContext, content: Any
     ) -> Event:
-        from rondo.events import Event
-
-        return Event(
-            author=self.name,
-            invocation_id=ctx.invocation_id,
-            run_id=ctx.run_id,
-            branch=ctx.branch,
-            isolation_scope=ctx.isolation_scope,
+        return ctx.new_event(
+            self.name,
             content=content,
             actions=cb_ctx.actions.to_record(),
         )

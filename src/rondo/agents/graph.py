@@ -130,12 +130,8 @@ class Graph(BaseAgent):
         return None
 
     def _record(self, ctx: InvocationContext, **fields: Any) -> Event:
-        return Event(
-            author=self.name,
-            invocation_id=ctx.invocation_id,
-            run_id=ctx.run_id,
-            branch=ctx.branch,
-            isolation_scope=ctx.isolation_scope,
+        return ctx.new_event(
+            self.name,
             **fields,
         )
 
@@ -248,11 +244,8 @@ class Graph(BaseAgent):
         else:
             # The node's input is a record in its scope, so its history reads like a
             # conversation.
-            yield Event(
-                author="user",
-                invocation_id=ctx.invocation_id,
-                run_id=ctx.run_id,
-                branch=ctx.branch,
+            yield ctx.new_event(
+                "user",
                 isolation_scope=scope,
                 content=message,
             )

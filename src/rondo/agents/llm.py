@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from rondo._callbacks import Callbacks, normalize_callbacks
 from rondo._frozen import ReadOnlyDict
+from rondo._runs import runner_for
 from rondo.agents.base import BaseAgent, Item
 from rondo.errors import ConfigurationError, InvalidCallbackError, OutputValidationError
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from rondo.lifecycle import LifecycleEvent
     from rondo.models.base import GenerateConfig, Model
     from rondo.run_config import RunConfig
-    from rondo.runner import RunResult
+    from rondo.runner import Runner, RunResult
     from rondo.tools.base import BaseTool, BaseToolset
 
 __all__ = ["Agent", "InstructionProvider", "LlmAgent"]
@@ -181,9 +182,15 @@ class Agent(BaseAgent):
         self.tool_output_guardrails: tuple[ToolOutputGuardrail, ...] = as_guardrails(
             tool_output_guardrails, ToolOutputGuardrail, "tool_output_guardrails"
         )
-        self._default_runner: Any = None
+        self._default_runner: Runner | None = None
+
+    transfers = True
 
     # -- configuration derived from the tree ------------------------------------------------
+
+    @property
+    def reached_by_call(self) -> bool:
+        return self.mode != "chat"
 
     @property
     def canonical_model(self) -> Model:
@@ -234,6 +241,18 @@ class Agent(BaseAgent):
             text=text,
         ) from problem
 
+    def answer_of(self, text: str) -> dict[str, object]:
+        """With an output schema, the validated answer (an `{"error": ...}` response when it
+        does not fit); else the text."""
+        if self._output_adapter is None or not text:
+            return super().answer_of(text)
+        try:
+            value = self.parse_output(text)
+        except OutputValidationError as exc:
+            return {"error": str(exc)}
+        dumped = self._output_adapter.dump_python(value, mode="json")
+        return dumped if isinstance(dumped, dict) else {"result": dumped}  # pyright: ignore[reportUnknownVariableType]
+
     # -- running ------------------------------------------------------------------------------
 
     def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
@@ -264,11 +283,9 @@ class Agent(BaseAgent):
 
     # -- convenience entry points -----------------------------------------------------------
 
-    def _runner(self) -> Any:
+    def _runner(self) -> Runner:
         if self._default_runner is None:
-            from rondo.runner import Runner
-
-            self._default_runner = Runner(agent=self, app_name=self.name)
+            self._default_runner = runner_for(self)
         return self._default_runner
 
     async def run(

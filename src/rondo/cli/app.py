@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from rondo._version import __version__
+from rondo.apps import CliError, app_name_for, open_artifact_service, open_session_service
 from rondo.cli.cassettes import CliCassette, RecordOption, ReplayOption
 from rondo.cli.decisions import (
     EXIT_WAITING,
@@ -25,7 +26,6 @@ from rondo.cli.decisions import (
     show_how_to_answer,
 )
 from rondo.cli.eval import eval_command
-from rondo.cli.loading import CliError, app_name_for, open_artifact_service, open_session_service
 from rondo.cli.mcp_serve import register as register_mcp
 from rondo.cli.render import JsonLinesRenderer, LiveRenderer
 from rondo.cli.serve import register as register_serve

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rondo.cli.loading import CliError, load_agent, override_model
+from rondo.apps import CliError, load_agent, override_model
 
 if TYPE_CHECKING:
     from rondo.agents.base import BaseAgent

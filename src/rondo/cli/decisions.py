@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from rondo.cli.loading import CliError
+from rondo.apps import CliError
 from rondo.events import PendingCall
 from rondo.types import Content, Part
 

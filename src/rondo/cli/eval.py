@@ -18,8 +18,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from rondo.apps import CliError
 from rondo.cli.cassettes import CliCassette, RecordOption, ReplayOption
-from rondo.cli.loading import CliError
 from rondo.errors import RondoError
 
 if TYPE_CHECKING:

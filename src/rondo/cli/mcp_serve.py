@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from rondo.cli.loading import CliError, load_agent, open_session_service
+from rondo.apps import CliError, load_agent, open_session_service
 from rondo.cli.serve import Db
 from rondo.errors import RondoError
 

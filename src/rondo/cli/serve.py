@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from rondo.cli.loading import CliError
+from rondo.apps import CliError
 from rondo.errors import RondoError
 
 __all__ = ["ServeOptions", "check_bind", "register"]

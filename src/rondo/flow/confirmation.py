@@ -73,12 +73,8 @@ def confirmation_event(
         )
     if not parts:
         return None
-    return Event(
-        author=author,
-        invocation_id=ctx.invocation_id,
-        run_id=ctx.run_id,
-        branch=ctx.branch,
-        isolation_scope=ctx.isolation_scope,
+    return ctx.new_event(
+        author,
         content=Content(role="model", parts=parts),
         long_running_tool_ids=frozenset(ids),
     )

@@ -364,12 +364,8 @@ def response_event(
     ]
     if not parts:
         return None
-    return Event(
-        author=author,
-        invocation_id=ctx.invocation_id,
-        run_id=ctx.run_id,
-        branch=ctx.branch,
-        isolation_scope=ctx.isolation_scope,
+    return ctx.new_event(
+        author,
         content=Content(role="user", parts=parts),
         actions=merge_actions([o.actions for o in outcomes]),
     )
@@ -398,12 +394,8 @@ def nested_pause_event(
         parts.extend(Part(function_call=call) for call in pause.calls)
     if not waiting:
         return None
-    return Event(
-        author=author,
-        invocation_id=ctx.invocation_id,
-        run_id=ctx.run_id,
-        branch=ctx.branch,
-        isolation_scope=ctx.isolation_scope,
+    return ctx.new_event(
+        author,
         content=Content(role="model", parts=parts),
         long_running_tool_ids=frozenset(
             p.call_id for o in outcomes if o.nested for p in o.nested.pending

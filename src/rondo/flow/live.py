@@ -27,12 +27,12 @@ import logging
 import time
 from collections.abc import AsyncGenerator
 from contextlib import aclosing, suppress
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from rondo._ids import new_client_call_id, new_reason_id
 from rondo.context import Actions, CallbackContext, ToolContext
 from rondo.errors import ConfigurationError
-from rondo.events import Event, EventActions
+from rondo.events import Event, EventActions, EventFields
 from rondo.flow.confirmation import confirmation_event, confirmation_processor
 from rondo.flow.contents import NUDGE_TEXT
 from rondo.flow.functions import handle_function_calls
@@ -398,9 +398,7 @@ class _LiveCall:
         ctx = self.ctx
         if content.role != "user":
             content = content.model_copy(update={"role": "user"})
-        event = Event(
-            author="user", invocation_id=ctx.invocation_id, run_id=ctx.run_id, content=content
-        )
+        event = ctx.new_event("user", content=content)
         # Stored directly, as run_async stores the user's message: never yielded back.
         await ctx.session_service.append_event(ctx.session, event)
         if not _only_confirmations(content):
@@ -435,9 +433,7 @@ class _LiveCall:
         for item in self._on_transcription(response):
             yield item
         if response.error_code is not None:
-            yield self._event(
-                None, error_code=response.error_code, error_message=response.error_message
-            )
+            yield self._event(error_code=response.error_code, error_message=response.error_message)
         if response.turn_complete or response.interrupted:
             for item in await self._flush_turn(interrupted=response.interrupted):
                 yield item
@@ -470,7 +466,7 @@ class _LiveCall:
             elif part.inline_data is not None and self.ctx.run_config.save_live_blob:
                 turn.audio.append(part.inline_data.data)
                 turn.audio_mime = part.inline_data.mime_type
-        event = self._event(content, partial=True)
+        event = self._event(content=content, partial=True)
         if self.ctx.observe:
             out.extend(self._deltas(turn, content))
         out.append(event)
@@ -536,11 +532,8 @@ class _LiveCall:
         ctx = self.ctx
         user = who == "user"
         content = Content.user(text) if user and not partial else None
-        return Event(
-            author=who,
-            invocation_id=ctx.invocation_id,
-            run_id=ctx.run_id,
-            branch=ctx.branch,
+        return ctx.new_event(
+            who,
             content=content,
             partial=partial,
             input_transcription=text if user else None,
@@ -558,7 +551,7 @@ class _LiveCall:
         self.turn = None
         text = "".join(turn.text) or " ".join(turn.said)
         final = self._event(
-            Content.model(text) if text else None,
+            content=Content.model(text) if text else None,
             turn_complete=True,
             interrupted=interrupted,
             actions=await self._save_audio(turn),
@@ -683,32 +676,19 @@ class _LiveCall:
 
     def _streaming_event(self, responses: list[FunctionResponse]) -> Event:
         ctx = self.ctx
-        return Event(
-            author=self.agent.name,
-            invocation_id=ctx.invocation_id,
-            run_id=ctx.run_id,
-            branch=ctx.branch,
+        return ctx.new_event(
+            self.agent.name,
             content=Content(role="user", parts=[Part(function_response=r) for r in responses]),
         )
 
     # -- records ----------------------------------------------------------------------------
 
-    def _event(self, content: Content | None, *, partial: bool = False, **fields: Any) -> Event:
-        ctx = self.ctx
-        return Event(
-            author=self.agent.name,
-            invocation_id=ctx.invocation_id,
-            run_id=ctx.run_id,
-            branch=ctx.branch,
-            isolation_scope=ctx.isolation_scope,
-            content=content,
-            partial=partial,
-            **fields,
-        )
+    def _event(self, **fields: Unpack[EventFields]) -> Event:
+        return self.ctx.new_event(self.agent.name, **fields)
 
     def _record(self, live: dict[str, Any]) -> Event:
         """A bookkeeping record of the call (a resumption handle, a reconnect)."""
-        return self._event(None, custom_metadata={LIVE_METADATA: live})
+        return self._event(custom_metadata={LIVE_METADATA: live})
 
 
 def _drop_nudge(request: ModelRequest) -> None:

@@ -101,7 +101,6 @@ class Flow:
         return self._targets
 
     async def expand_tools(self, ctx: InvocationContext) -> list[BaseTool]:
-        from rondo.agents.llm import Agent
         from rondo.context import ReadonlyContext
         from rondo.tools.agent_tool import TaskTool
 
@@ -112,11 +111,7 @@ class Flow:
             else:
                 tools.append(entry)
         # Task and single-turn sub-agents are reached by a call, not by transfer (X1, C2).
-        tools.extend(
-            TaskTool(sub)
-            for sub in self.agent.sub_agents
-            if isinstance(sub, Agent) and sub.mode != "chat"
-        )
+        tools.extend(TaskTool(sub) for sub in self.agent.sub_agents if sub.reached_by_call)
         tools.extend(ctx.run_config.extra_tools)
         names = [t.name for t in tools]
         dupes = sorted({n for n in names if names.count(n) > 1})
@@ -405,12 +400,8 @@ class Flow:
                     if tool is not None and tool.is_long_running:
                         long_running.add(call.id)
         event_actions = actions.to_record()
-        return Event(
-            author=self.agent.name,
-            invocation_id=ctx.invocation_id,
-            run_id=ctx.run_id,
-            branch=ctx.branch,
-            isolation_scope=ctx.isolation_scope,
+        return ctx.new_event(
+            self.agent.name,
             content=content,
             partial=response.partial,
             turn_complete=response.turn_complete,
@@ -434,12 +425,8 @@ class Flow:
                 schema = self.agent.output_json_schema or {}
                 if schema.get("type") != "object" and set(body) == {"result"}:
                     body = body["result"]
-                return Event(
-                    author=self.agent.name,
-                    invocation_id=ctx.invocation_id,
-                    run_id=ctx.run_id,
-                    branch=ctx.branch,
-                    isolation_scope=ctx.isolation_scope,
+                return ctx.new_event(
+                    self.agent.name,
                     content=Content.model(json.dumps(body, ensure_ascii=False)),
                 )
         return None

@@ -51,7 +51,7 @@ def _stores(
     artifact_service: BaseArtifactService | None,
 ) -> tuple[BaseSessionService, BaseArtifactService, bool]:
     """The session and artifact stores, and whether the app opened (so closes) the former."""
-    from rondo.cli.loading import open_artifact_service, open_session_service
+    from rondo.apps import open_artifact_service, open_session_service
 
     owned = session_service is None
     store = "memory"

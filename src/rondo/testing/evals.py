@@ -24,7 +24,7 @@ __all__ = ["evaluate", "evaluate_async"]
 
 def _agent(agent: BaseAgent | str | Path) -> BaseAgent:
     if isinstance(agent, str | Path):
-        from rondo.cli.loading import load_agent
+        from rondo.apps import load_agent
 
         return load_agent(str(agent))
     return agent

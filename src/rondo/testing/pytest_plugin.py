@@ -111,7 +111,7 @@ class EvalCaseItem(pytest.Item):
         self.case = case
 
     def _agent(self) -> BaseAgent:
-        from rondo.cli.loading import load_agent
+        from rondo.apps import load_agent
 
         chosen = self.config.getoption("rondo_agent")
         where = Path(chosen).resolve() if chosen else self.path.parent

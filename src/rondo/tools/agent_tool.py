@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from rondo.context import NestedPause, SubRunOutcome
-from rondo.errors import ConfigurationError, OutputValidationError, ToolArgumentsError
+from rondo.errors import ConfigurationError, ToolArgumentsError
 from rondo.events import Event, PendingCall
 from rondo.lifecycle import TaskEvent
 from rondo.models.base import FunctionDeclaration
@@ -94,8 +94,6 @@ def _failure(events: list[Event], author: str) -> str | None:
 def _result_of(agent: BaseAgent, events: list[Event]) -> dict[str, Any]:
     """The answer a delegated agent gave: finish_task's arguments, or its (validated) text;
     an `{"error": ...}` response when its run ended on an error record."""
-    from rondo.agents.llm import Agent
-
     for event in reversed(events):
         for response in event.get_function_responses():
             if response.name == FINISH_TASK and "error" not in response.response:
@@ -103,15 +101,7 @@ def _result_of(agent: BaseAgent, events: list[Event]) -> dict[str, Any]:
     failure = _failure(events, agent.name)
     if failure is not None:
         return {"error": failure}
-    text = _final_text(events, agent.name)
-    if isinstance(agent, Agent) and agent.output_adapter is not None and text:
-        try:
-            value = agent.parse_output(text)
-        except OutputValidationError as exc:
-            return {"error": str(exc)}
-        dumped = agent.output_adapter.dump_python(value, mode="json")
-        return dumped if isinstance(dumped, dict) else {"result": dumped}  # pyright: ignore[reportUnknownVariableType]
-    return {"result": text}
+    return agent.answer_of(_final_text(events, agent.name))
 
 
 async def run_in_own_session(
@@ -231,7 +221,7 @@ class TaskTool(_DelegateTool):
 
     yields_events = True
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: BaseAgent) -> None:
         super().__init__(agent, f"Delegate a task to the {agent.name} agent.")
         self.agent = agent
 

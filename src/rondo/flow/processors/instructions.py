@@ -22,10 +22,7 @@ def _is_plain(value: Any) -> bool:
 def instructions_processor(
     flow: Flow, ctx: InvocationContext, request: ModelRequest
 ) -> Awaitable[None] | None:
-    from rondo.agents.llm import Agent
-
-    root = flow.agent.root_agent
-    global_instruction: Any = root.global_instruction if isinstance(root, Agent) else ""
+    global_instruction: Any = flow.agent.root_agent.global_instruction
     instruction: Any = flow.agent.instruction
     if _is_plain(global_instruction) and _is_plain(instruction):
         request.append_instruction(global_instruction)

@@ -17,9 +17,7 @@ __all__ = ["transfer_processor", "transfer_targets"]
 
 
 def _is_scoped(agent: BaseAgent) -> bool:
-    from rondo.agents.llm import Agent
-
-    return isinstance(agent, Agent) and agent.mode in ("task", "single_turn")
+    return agent.reached_by_call
 
 
 def transfer_targets(agent: Agent) -> list[BaseAgent]:
@@ -27,13 +25,11 @@ def transfer_targets(agent: Agent) -> list[BaseAgent]:
 
     Task and single-turn agents are never child or peer targets.
     """
-    from rondo.agents.llm import Agent
-
     targets: list[BaseAgent] = [sub for sub in agent.sub_agents if not _is_scoped(sub)]
     parent = agent.parent_agent
     # A task or single-turn agent runs inside its parent's call: handing control to the
     # parent or a peer from there would re-enter the caller, so only its own children count.
-    if isinstance(parent, Agent) and agent.mode == "chat":
+    if parent is not None and parent.transfers and agent.mode == "chat":
         if not agent.disallow_transfer_to_parent:
             targets.append(parent)
         if not agent.disallow_transfer_to_peers:

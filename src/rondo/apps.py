@@ -1,4 +1,6 @@
-"""Finding the agent `rondo run` runs, and the session store it keeps sessions in."""
+"""Loading an app: the agent `rondo run`, the evals and the pytest plugin run, and the
+session and artifact stores the CLI and the server keep its sessions in (below the faces,
+which all use it)."""
 
 from __future__ import annotations
 
