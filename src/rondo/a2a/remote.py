@@ -18,7 +18,7 @@ import functools
 import json
 import ssl
 import uuid
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, cast
 
@@ -51,6 +51,7 @@ from rondo.errors import (
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
     from rondo.events import Event
+    from rondo.hooks import AfterAgentCallback, BeforeAgentCallback
     from rondo.types import Content
 
 __all__ = ["RemoteA2AAgent"]
@@ -77,8 +78,8 @@ class RemoteA2AAgent(BaseAgent):
         timeout: float = 300.0,
         connect_timeout: float = 10.0,
         headers: Mapping[str, str] | None = None,
-        before_agent_callback: Any = None,
-        after_agent_callback: Any = None,
+        before_agent_callback: BeforeAgentCallback | Sequence[BeforeAgentCallback] | None = None,
+        after_agent_callback: AfterAgentCallback | Sequence[AfterAgentCallback] | None = None,
     ) -> None:
         super().__init__(
             name=name,

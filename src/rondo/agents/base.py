@@ -14,6 +14,10 @@ from rondo.errors import ConfigurationError, DuplicateAgentNameError, InvalidCal
 if TYPE_CHECKING:
     from rondo.context import CallbackContext, InvocationContext
     from rondo.events import Event
+    from rondo.hooks import (
+        AfterAgentCallback,
+        BeforeAgentCallback,
+    )
     from rondo.lifecycle import LifecycleEvent
     from rondo.types import Content
 
@@ -66,8 +70,8 @@ class BaseAgent:
         name: str,
         description: str = "",
         sub_agents: Sequence[BaseAgent] = (),
-        before_agent_callback: Any = None,
-        after_agent_callback: Any = None,
+        before_agent_callback: BeforeAgentCallback | Sequence[BeforeAgentCallback] | None = None,
+        after_agent_callback: AfterAgentCallback | Sequence[AfterAgentCallback] | None = None,
     ) -> None:
         self.name = _check_name(name)
         self.description = description

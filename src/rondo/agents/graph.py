@@ -19,7 +19,7 @@ import inspect
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from rondo._ids import new_client_call_id
 from rondo.agents.base import BaseAgent, Item
@@ -28,6 +28,9 @@ from rondo.errors import ConfigurationError
 from rondo.events import NESTED_PAUSE, Event, EventActions
 from rondo.sessions.base import waiting_calls
 from rondo.types import Content, FunctionCall, Part
+
+if TYPE_CHECKING:
+    from rondo.hooks import AfterAgentCallback, BeforeAgentCallback
 
 __all__ = ["GRAPH_INTERRUPT", "Edge", "Graph", "GraphState", "Interrupt", "Node"]
 
@@ -92,8 +95,8 @@ class Graph(BaseAgent):
         start: str | None = None,
         max_steps: int = 100,
         description: str = "",
-        before_agent_callback: Any = None,
-        after_agent_callback: Any = None,
+        before_agent_callback: BeforeAgentCallback | Sequence[BeforeAgentCallback] | None = None,
+        after_agent_callback: AfterAgentCallback | Sequence[AfterAgentCallback] | None = None,
     ) -> None:
         if not nodes:
             raise ConfigurationError("a Graph needs at least one node")

@@ -20,6 +20,16 @@ if TYPE_CHECKING:
 
     from rondo.context import InvocationContext
     from rondo.events import Event
+    from rondo.hooks import (
+        AfterAgentCallback,
+        AfterModelCallback,
+        AfterToolCallback,
+        BeforeAgentCallback,
+        BeforeModelCallback,
+        BeforeToolCallback,
+        OnModelErrorCallback,
+        OnToolErrorCallback,
+    )
     from rondo.lifecycle import LifecycleEvent
     from rondo.models.base import GenerateConfig, Model
     from rondo.run_config import RunConfig
@@ -58,14 +68,16 @@ class Agent(BaseAgent):
         disallow_transfer_to_parent: bool = False,
         disallow_transfer_to_peers: bool = False,
         mode: Mode = "chat",
-        before_model_callback: Any = None,
-        after_model_callback: Any = None,
-        on_model_error_callback: Any = None,
-        before_tool_callback: Any = None,
-        after_tool_callback: Any = None,
-        on_tool_error_callback: Any = None,
-        before_agent_callback: Any = None,
-        after_agent_callback: Any = None,
+        before_model_callback: BeforeModelCallback | Sequence[BeforeModelCallback] | None = None,
+        after_model_callback: AfterModelCallback | Sequence[AfterModelCallback] | None = None,
+        on_model_error_callback: OnModelErrorCallback
+        | Sequence[OnModelErrorCallback]
+        | None = None,
+        before_tool_callback: BeforeToolCallback | Sequence[BeforeToolCallback] | None = None,
+        after_tool_callback: AfterToolCallback | Sequence[AfterToolCallback] | None = None,
+        on_tool_error_callback: OnToolErrorCallback | Sequence[OnToolErrorCallback] | None = None,
+        before_agent_callback: BeforeAgentCallback | Sequence[BeforeAgentCallback] | None = None,
+        after_agent_callback: AfterAgentCallback | Sequence[AfterAgentCallback] | None = None,
         max_concurrent_tool_calls: int | None = None,
         input_guardrails: Sequence[Any] = (),
         output_guardrails: Sequence[Any] = (),

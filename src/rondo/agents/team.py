@@ -33,6 +33,7 @@ from rondo.types import Content
 
 if TYPE_CHECKING:
     from rondo.context import ToolContext
+    from rondo.hooks import AfterAgentCallback, BeforeAgentCallback
 
 __all__ = ["Team"]
 
@@ -138,8 +139,8 @@ class Team(BaseAgent):
         model: Model | str | None = None,
         instruction: str = "",
         description: str = "",
-        before_agent_callback: Any = None,
-        after_agent_callback: Any = None,
+        before_agent_callback: BeforeAgentCallback | Sequence[BeforeAgentCallback] | None = None,
+        after_agent_callback: AfterAgentCallback | Sequence[AfterAgentCallback] | None = None,
     ) -> None:
         if not members:
             raise ConfigurationError("a Team needs at least one member")

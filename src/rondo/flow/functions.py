@@ -201,7 +201,7 @@ async def run_call(
     agent: Agent,
     ctx: InvocationContext,
     call: FunctionCall,
-    tools: dict[str, Any],
+    tools: dict[str, BaseTool],
     reason_id: str = "",
     confirmation: ToolConfirmation | None = None,
     prefilled: dict[str, Any] | None = None,
@@ -308,7 +308,7 @@ async def _run_traced(
 class _UnknownTool(BaseTool):
     """What the hooks see for a call to a tool the agent does not have."""
 
-    def __init__(self, name: str, tools: dict[str, Any]) -> None:
+    def __init__(self, name: str, tools: dict[str, BaseTool]) -> None:
         # No name check: the model may invent any name, and it is reported as it came.
         self.name = name
         self.description = ""
@@ -430,7 +430,7 @@ async def _dispatch(
     agent: Agent,
     ctx: InvocationContext,
     calls: Sequence[FunctionCall],
-    tools: dict[str, Any],
+    tools: dict[str, BaseTool],
     reason_id: str,
     confirmations: dict[str, ToolConfirmation],
     prefilled: dict[str, dict[str, Any]],
@@ -557,7 +557,7 @@ async def handle_function_calls(
     agent: Agent,
     ctx: InvocationContext,
     calls: Sequence[FunctionCall],
-    tools: dict[str, Any],
+    tools: dict[str, BaseTool],
     reason_id: str,
     confirmations: dict[str, ToolConfirmation] | None = None,
     prefilled: dict[str, dict[str, Any]] | None = None,

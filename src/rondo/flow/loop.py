@@ -386,7 +386,7 @@ class Flow:
         self,
         ctx: InvocationContext,
         response: ModelResponse,
-        tools: dict[str, Any],
+        tools: dict[str, BaseTool],
         actions: Actions,
     ) -> Event:
         """E1/E2: wrap a response as this agent's record on the invocation's branch."""

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from fastapi import HTTPException, Request
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rondo.errors import ConfigurationError
@@ -113,7 +114,7 @@ class TokenMiddleware:
             return
         user, problem = _resolve(auth, scope)
         if user is None:
-            await _refuse(send, problem)
+            await _refuse(scope, receive, send, problem)
             return
         scope[USER_KEY] = user
         await self.app(scope, receive, send)
@@ -141,20 +142,9 @@ def _resolve(auth: TokenAuth, scope: Scope) -> tuple[str | None, str]:
     return (user, "") if user is not None else (None, "invalid token")
 
 
-async def _refuse(send: Send, problem: str) -> None:
-    body = json.dumps({"detail": problem}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b"Bearer"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+async def _refuse(scope: Scope, receive: Receive, send: Send, problem: str) -> None:
+    refusal = JSONResponse({"detail": problem}, 401, headers={"www-authenticate": "Bearer"})
+    await refusal(scope, receive, send)
 
 
 def caller(request: Request) -> str | None:

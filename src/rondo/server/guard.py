@@ -13,10 +13,10 @@ Two checks, as a plain ASGI middleware:
 from __future__ import annotations
 
 import ipaddress
-import json
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 __all__ = ["RequestGuard", "is_loopback"]
@@ -68,18 +68,7 @@ class RequestGuard:
         if problem is None:
             await self.app(scope, receive, send)
             return
-        body = json.dumps({"detail": problem}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 403,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await JSONResponse({"detail": problem}, status_code=403)(scope, receive, send)
 
     def _problem(self, scope: Scope) -> str | None:
         host = _header(scope, b"host") or ""
