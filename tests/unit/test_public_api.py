@@ -127,6 +127,7 @@ EXACT_ROOT = [
     "InvalidPageError",
     "InvalidStateValueError",
     "InvocationContext",
+    "InvocationNotFoundError",
     "ListSessionsResponse",
     "LiveRequest",
     "LiveRequestQueue",
