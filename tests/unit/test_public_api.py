@@ -132,6 +132,7 @@ EXACT_ROOT = [
     "InvalidPageError",
     "InvalidStateValueError",
     "InvocationContext",
+    "InvocationNotFoundError",
     "ListSessionsResponse",
     "LiveRequest",
     "LiveRequestQueue",

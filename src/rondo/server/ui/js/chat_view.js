@@ -6,20 +6,24 @@ import { renderMarkdown } from "./markdown.js";
 import { ToolCard } from "./tool_card.js";
 
 class MessageView {
-  constructor(item) {
+  constructor(item, actions) {
     const user = item.kind === "user";
     this.text = h("div", { class: "msg-text" });
     this.thinking = user ? null : h("details", { class: "msg-thinking", hidden: true }, h("summary", {}, "Thinking"), h("div", { class: "msg-thinking-text" }));
     this.meta = h("div", { class: "msg-meta" });
-    this.el = h("div", { class: `msg ${user ? "msg-user" : "msg-agent"}` }, user ? null : [this.meta, this.thinking], this.text);
+    // Edit / Retry / Fork from here (run_control.js), under the message.
+    const buttons = (actions?.(item) || []).map((a) => h("button", { class: "msg-action", type: "button", onClick: () => a.run() }, a.label));
+    this.msg = h("div", { class: `msg ${user ? "msg-user" : "msg-agent"}` }, user ? null : [this.meta, this.thinking], this.text);
+    // Beside the bubble, not in it: the message's own text stays only its text.
+    this.el = buttons.length ? h("div", { class: `msg-box msg-box-${user ? "user" : "agent"}` }, this.msg, h("div", { class: "msg-actions" }, buttons)) : this.msg;
     this.scheduled = false;
     this.update(item);
   }
 
   update(item) {
     this.item = item;
-    this.el.classList.toggle("is-streaming", Boolean(item.streaming));
-    this.el.dataset.streaming = item.streaming ? "true" : "false";
+    this.msg.classList.toggle("is-streaming", Boolean(item.streaming));
+    this.msg.dataset.streaming = item.streaming ? "true" : "false";
     const meta = `${item.author}|${item.durationMs}`;
     if (item.kind !== "user" && meta !== this.shownMeta) {
       this.shownMeta = meta;
@@ -95,8 +99,9 @@ class RunFooter {
 const VIEWS = { user: MessageView, agent: MessageView, error: ErrorView, plan: PlanView, run: RunFooter };
 
 export class ChatView {
-  constructor({ onDecide }) {
+  constructor({ onDecide, actions = undefined }) {
     this.onDecide = onDecide;
+    this.actions = actions;
     this.list = h("div", { class: "chat-list", role: "log", "aria-live": "polite" });
     this.empty = h("div", { class: "chat-empty" });
     this.el = h("div", { class: "chat-scroll" }, this.empty, this.list);
@@ -128,7 +133,7 @@ export class ChatView {
   add(item) {
     const follow = this.nearBottom();
     const View = item.kind === "tool" ? null : VIEWS[item.kind];
-    const view = View ? new View(item) : new ToolCard(item, { onDecide: this.onDecide });
+    const view = View ? new View(item, this.actions) : new ToolCard(item, { onDecide: this.onDecide });
     this.views.set(item.key, view);
     this.list.append(view.el);
     this.refreshEmpty();

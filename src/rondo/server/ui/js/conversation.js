@@ -79,8 +79,8 @@ export class Conversation {
     return this._add({ kind: "tool", key: callId, callId, name, args: args || {}, status: "running", progress: [] });
   }
 
-  addUser(text) {
-    return this._add({ kind: "user", text });
+  addUser(text, invocationId = "") {
+    return this._add({ kind: "user", text, invocationId });
   }
 
   addError(text) {
@@ -127,7 +127,7 @@ export class Conversation {
     const key = `reason-${ev.reason_id}`;
     const existing = this.byKey.get(key);
     if (existing) return existing;
-    return this._add({ kind: "agent", key, author: ev.node || ev.agent_name, text: "", thinking: "", streaming: true });
+    return this._add({ kind: "agent", key, author: ev.node || ev.agent_name, text: "", thinking: "", streaming: true, invocationId: ev.invocation_id });
   }
 
   _setPending(rawList) {
@@ -167,8 +167,11 @@ export class Conversation {
 
 // One handler per lifecycle event type.
 const LIVE = {
-  run_start(c) {
+  run_start(c, ev) {
     c.running = true;
+    // The message just sent learns its invocation (Edit and Retry rewind to before it).
+    const last = [...c.items].reverse().find((item) => item.kind === "user");
+    if (last && !last.invocationId) last.invocationId = ev.invocation_id;
   },
   reason_delta(c, ev) {
     if (ev.kind === "text_delta" || ev.kind === "thinking_delta") {
@@ -185,7 +188,7 @@ const LIVE = {
     const item = c.byKey.get(key);
     // The stored record is the answer; deltas were only its preview (SPEC V4).
     if (item) c._update(item, { text: text || item.text, thinking: thinking || item.thinking, streaming: false, durationMs: ev.duration_ms });
-    else if (text || thinking) c._add({ kind: "agent", key, author: ev.node || ev.agent_name, text, thinking, streaming: false, durationMs: ev.duration_ms });
+    else if (text || thinking) c._add({ kind: "agent", key, author: ev.node || ev.agent_name, text, thinking, streaming: false, durationMs: ev.duration_ms, invocationId: ev.invocation_id });
     const record = ev.event;
     if (record && (record.error_message || record.error_code)) {
       c.addError([record.error_code, record.error_message].filter(Boolean).join(": "));
@@ -243,7 +246,7 @@ const LIVE = {
     c._add({ kind: "run", metrics: ev.metrics || {}, abnormal: Boolean(ev.is_abnormal), pending: pendingKeys.length, pendingKeys });
   },
   user_message(c, ev) {
-    c.addUser(ev.text); // only in a session rebuilt from its records
+    c.addUser(ev.text, ev.invocation_id); // only in a session rebuilt from its records
   },
   error(c, ev) {
     c.interrupt(errorText(ev));

@@ -11,6 +11,7 @@ import { h, replace } from "./dom.js";
 import { Header } from "./header.js";
 import { Inspector } from "./inspector.js";
 import { lifecycleFromRecords } from "./records_lifecycle.js";
+import { MessageActions, RunControl } from "./run_control.js";
 import { SessionsView, titles } from "./sessions_view.js";
 
 const USER_KEY = "rondo.user";
@@ -33,6 +34,8 @@ class App {
   constructor(root) {
     this.user = localStorage.getItem(USER_KEY) || "user";
     this.api = new Api({ askToken: (message) => this.askToken(message) });
+    this.runs = new RunControl(this.api); // rejoin after a reload, Stop, rewind and fork
+    const actions = new MessageActions(this);
     this.apps = [];
     this.app = null;
     this.sessionId = null;
@@ -51,7 +54,7 @@ class App {
       onDelete: (id) => this.deleteSession(id),
       titleKey: (id) => this.key(id),
     });
-    this.chat = new ChatView({ onDecide: (card, decision, note) => this.decide(card, decision, note) });
+    this.chat = new ChatView({ onDecide: (card, decision, note) => this.decide(card, decision, note), actions: (item) => actions.for(item) });
     this.composer = new Composer({ onSend: (text) => this.send(text), onStop: () => this.stop() });
     this.inspector = new Inspector({ loadArtifact: (name, version) => this.loadArtifact(name, version) });
     this.chatTitle = h("div", { class: "chat-title" });
@@ -168,7 +171,18 @@ class App {
     try {
       const [session, pending] = await Promise.all([this.api.getSession(this.app, this.user, id), this.loadPending(id)]);
       if (this.key(id) !== this.key()) return; // the user moved on meanwhile
-      this.conversation = Conversation.fromRecords(session.events, pending);
+      const where = { key, app: this.app, user: this.user, session: id };
+      const resume = await this.runs.resumable(where);
+      const rejoined = resume && (await this.runs.rejoin({ ...where, resume }));
+      if (this.key(id) !== this.key()) return;
+      // A run still going (a reload mid-answer): the records before it, what this page had
+      // read of it, then the rest from the server.
+      const shown = rejoined ? session.events.filter((e) => e.runId !== resume.runId || e.author === "user") : session.events;
+      this.conversation = Conversation.fromRecords(shown, pending);
+      if (rejoined) {
+        for (const ev of resume.seen) this.conversation.apply(ev);
+        this.stream(this.conversation, id, rejoined.open);
+      }
       const first = this.conversation.items.find((item) => item.kind === "user");
       if (first) {
         titles.set(key, first.text);
@@ -314,7 +328,9 @@ class App {
     titles.set(this.key(), text);
     this.setChatTitle(titles.get(this.key()));
     const { app, user, sessionId: session } = this;
-    await this.stream(conversation, session, (signal) => this.api.runLifecycle({ app, user, session, text, signal }));
+    const key = this.key(session);
+    await this.runs.idle(key); // a Stop still being carried out
+    await this.stream(conversation, session, (signal) => this.runs.start({ app, user, session, text, key, signal }));
   }
 
   async decide(card, decision, note) {
@@ -354,6 +370,7 @@ class App {
         this.recordLifecycle(key, ev);
         if (ev.type === "run_end" || ev.type === "error") ended = true;
       }
+      if (ended) this.runs.forget(key);
       if (controller.signal.aborted) conversation.interrupt("Stopped. The run was cancelled.");
       else if (!ended) conversation.interrupt("The stream closed before the run ended (the server stopped, or the connection dropped).");
     } catch (error) {
@@ -371,7 +388,10 @@ class App {
   }
 
   stop() {
-    this.live.get(this.key())?.controller.abort();
+    const key = this.key();
+    this.live.get(key)?.controller.abort();
+    // The run outlives its stream: cancel it on the server too.
+    this.runs.stop({ key, app: this.app, user: this.user, session: this.sessionId }).catch((error) => this.toasts.error(error.message, "Could not stop the run"));
   }
 
   recordLifecycle(key, ev) {
