@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from rondo._frozen import ReadOnlyDict
 from rondo.context import ReadonlyContext
 from rondo.errors import BudgetExceeded, GuardrailTripped
-from rondo.events import Event
+from rondo.events import Event, EventFields
 from rondo.guardrails import GuardrailFunctionOutput
 from rondo.lifecycle import BudgetExhausted, GuardrailTriggered, Item
 from rondo.types import Content, FunctionResponse, Part
@@ -344,7 +344,7 @@ def _mark(ctx: InvocationContext, exc: GuardrailTripped | BudgetExceeded) -> Non
     exc.recorded = True  # the runner stores no second record for it
 
 
-def _record_fields(exc: GuardrailTripped | BudgetExceeded) -> dict[str, Any]:
+def _record_fields(exc: GuardrailTripped | BudgetExceeded) -> EventFields:
     if isinstance(exc, GuardrailTripped):
         code = GUARDRAIL_TRIPPED
         meta = {
@@ -359,7 +359,7 @@ def _record_fields(exc: GuardrailTripped | BudgetExceeded) -> dict[str, Any]:
         key = "rondo:budget"
     # Frozen like every record's maps (G1): the output guardrail's record is a model_copy.
     metadata = ReadOnlyDict({key: ReadOnlyDict(meta)})
-    return {"error_code": code, "error_message": str(exc), "custom_metadata": metadata}
+    return EventFields(error_code=code, error_message=str(exc), custom_metadata=metadata)
 
 
 def stop_record(
@@ -367,15 +367,10 @@ def stop_record(
 ) -> Event:
     """The record that says why the run stopped (an input guardrail's reply as its text)."""
     replacement = exc.replacement if isinstance(exc, GuardrailTripped) else None
-    return Event(
-        author=author or ctx.agent.name,
-        invocation_id=ctx.invocation_id,
-        run_id=ctx.run_id,
-        branch=ctx.branch,
-        isolation_scope=ctx.isolation_scope,
-        content=Content.model(replacement) if replacement else None,
-        **_record_fields(exc),
-    )
+    fields = _record_fields(exc)
+    if replacement:
+        fields["content"] = Content.model(replacement)
+    return ctx.new_event(author or None, **fields)
 
 
 def _trace_attributes(exc: GuardrailTripped | BudgetExceeded) -> dict[str, Any]:
