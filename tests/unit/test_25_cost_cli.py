@@ -1,0 +1,44 @@
+"""Issue 25 item 2: the CLI's run summary shows the run's price, or "unpriced" — never $0."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from rondo.cli.render import LiveRenderer, cost_label
+from rondo.lifecycle import RunEnd, RunMetrics
+
+
+def _summary(metrics: RunMetrics) -> str:
+    out = io.StringIO()
+    renderer = LiveRenderer(Console(file=out, force_terminal=False, width=200), "agent")
+    renderer.show(RunEnd(run_id="r1", metrics=metrics))
+    renderer.close()
+    return out.getvalue()
+
+
+def test_25_cli_summary_shows_priced_cost() -> None:
+    m = RunMetrics(
+        model_calls=2, input_tokens=100, output_tokens=20, cached_tokens=40, cost_usd=0.00125
+    )
+    text = _summary(m)
+    assert "$0.0013" in text
+    assert "40 cached" in text
+    assert "unpriced" not in text
+
+
+def test_25_cli_summary_says_unpriced_never_zero() -> None:
+    m = RunMetrics(model_calls=3, input_tokens=10, output_tokens=5, cost_usd=None, unpriced_calls=2)
+    text = _summary(m)
+    assert "unpriced (2 calls)" in text
+    assert "$0" not in text
+
+
+def test_25_cost_label_zero_priced_is_shown_as_dollars() -> None:
+    # A genuinely free, priced run (e.g. a local model with a $0 price) is a price, not "unpriced".
+    assert cost_label(RunMetrics(model_calls=1, cost_usd=0.0)) == "$0.0000"
+    assert (
+        cost_label(RunMetrics(model_calls=1, cost_usd=None, unpriced_calls=1))
+        == "unpriced (1 call)"
+    )
