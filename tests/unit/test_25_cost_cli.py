@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from rondo.cli.render import LiveRenderer, cost_label
@@ -42,3 +44,20 @@ def test_25_cost_label_zero_priced_is_shown_as_dollars() -> None:
         cost_label(RunMetrics(model_calls=1, cost_usd=None, unpriced_calls=1))
         == "unpriced (1 call)"
     )
+
+
+def test_25_server_startup_loads_the_price_table_not_the_first_request(tmp_path: Path) -> None:
+    import sys
+
+    pytest.importorskip("genai_prices", reason="genai-prices is not installed")
+    from fastapi.testclient import TestClient
+
+    from rondo.models import pricing
+    from rondo.server.app import create_app
+
+    pricing._calculator.cache_clear()  # pyright: ignore[reportPrivateUsage]
+    sys.modules.pop("genai_prices", None)
+    app = create_app(tmp_path)
+    assert "genai_prices" not in sys.modules
+    with TestClient(app):
+        assert "genai_prices" in sys.modules
