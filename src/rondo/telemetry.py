@@ -355,6 +355,17 @@ class ModelTrace:
         if usage is not None:
             span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
             span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+            if usage.cached_tokens:
+                span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_tokens)
+            if usage.cache_write_tokens:
+                span.set_attribute(
+                    "gen_ai.usage.cache_creation.input_tokens", usage.cache_write_tokens
+                )
+            # Issue 25: the call's price; an unknown model is marked unpriced, never given $0.
+            if usage.cost_usd is None:
+                span.set_attribute("rondo.cost.unpriced", True)
+            else:
+                span.set_attribute("rondo.cost_usd", usage.cost_usd)
             tokens = self._agent.instruments.tokens
             tokens.record(usage.input_tokens, {**self._attributes, "gen_ai.token.type": "input"})
             tokens.record(usage.output_tokens, {**self._attributes, "gen_ai.token.type": "output"})

@@ -352,3 +352,25 @@ async def test_o1_the_models_provider_is_named_on_its_span_and_metrics(otel: Sdk
         p.attributes.get("gen_ai.provider.name") == "acme"
         for p in otel.points("gen_ai.client.operation.duration")
     )
+
+
+async def test_25_model_call_span_carries_cost_and_cache_tokens(otel: Sdk) -> None:
+    usage = Usage(input_tokens=20, output_tokens=3, cached_tokens=8, cost_usd=0.0021)
+    answer = ModelResponse(content=Content.model("hi"), usage=usage)
+    model = ScriptedModel([answer], name="o1-cost")
+    await collect(Runner(agent=Agent(name="greeter", model=model), app_name=APP))
+    (chat,) = [s for s in otel.finished() if s.name == "chat o1-cost"]
+    assert chat.attributes["rondo.cost_usd"] == 0.0021
+    assert chat.attributes["gen_ai.usage.cache_read.input_tokens"] == 8
+    assert "rondo.cost.unpriced" not in chat.attributes
+
+
+async def test_25_unpriced_model_call_span_says_unpriced_never_zero(otel: Sdk) -> None:
+    answer = ModelResponse(
+        content=Content.model("hi"), usage=Usage(input_tokens=5, output_tokens=1)
+    )
+    model = ScriptedModel([answer], name="o1-unpriced-model")
+    await collect(Runner(agent=Agent(name="greeter", model=model), app_name=APP))
+    (chat,) = [s for s in otel.finished() if s.name == "chat o1-unpriced-model"]
+    assert chat.attributes["rondo.cost.unpriced"] is True
+    assert "rondo.cost_usd" not in chat.attributes

@@ -14,6 +14,7 @@ from rondo.lifecycle import (
     ReasonEnd,
     ReasonStart,
     RunEnd,
+    RunMetrics,
     ToolCallEnd,
     ToolCallStart,
     to_json,
@@ -22,7 +23,7 @@ from rondo.lifecycle import (
 if TYPE_CHECKING:
     from rich.status import Status
 
-__all__ = ["JsonLinesRenderer", "LiveRenderer"]
+__all__ = ["JsonLinesRenderer", "LiveRenderer", "cost_label"]
 
 _MAX_SHOWN = 300
 
@@ -37,6 +38,15 @@ def _call(name: str, args: dict[str, Any]) -> str:
         f"{key}={_short(json.dumps(value, ensure_ascii=False))}" for key, value in args.items()
     )
     return f"{name}({shown})"
+
+
+def cost_label(metrics: RunMetrics) -> str:
+    """A run's price for people: dollars, or "unpriced" when any model call has no price
+    (issue 25, SPEC O6) — never "$0", which would read as free."""
+    if metrics.cost_usd is None:
+        n = metrics.unpriced_calls
+        return f"unpriced ({n} call{'s' * (n != 1)})" if n else "unpriced"
+    return f"${metrics.cost_usd:.4f}"
 
 
 class JsonLinesRenderer:
@@ -147,7 +157,13 @@ class LiveRenderer:
         calls = f"{m.model_calls} model call{'s' * (m.model_calls != 1)}"
         tools = f"{m.tool_calls} tool call{'s' * (m.tool_calls != 1)}"
         tokens = f"{m.input_tokens} in / {m.output_tokens} out tokens"
-        self.console.print(f"[dim]{calls} · {tools} · {tokens} · {m.duration_ms / 1000:.1f} s[/]")
+        if m.cached_tokens:
+            tokens += f" ({m.cached_tokens} cached)"
+        parts = [calls, tools, tokens]
+        if m.model_calls:
+            parts.append(cost_label(m))
+        parts.append(f"{m.duration_ms / 1000:.1f} s")
+        self.console.print(f"[dim]{' · '.join(parts)}[/]")
 
     def close(self) -> None:
         """Stop the spinner and finish the line (also after an error or an interrupt)."""

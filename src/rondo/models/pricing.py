@@ -17,7 +17,7 @@ from rondo.types import Usage
 if TYPE_CHECKING:
     from rondo.models.base import Model
 
-__all__ = ["FREE_PROVIDERS", "price_usage", "priced"]
+__all__ = ["FREE_PROVIDERS", "price_usage", "priced", "warm_prices"]
 
 logger = logging.getLogger("rondo.models.pricing")
 
@@ -35,6 +35,12 @@ def _calculator() -> Any:
         logger.info("genai-prices is not installed: model calls are unpriced")
         return None
     return genai_prices
+
+
+def warm_prices() -> None:
+    """Load the price table now (~140 ms, once per process) so a server's first priced
+    model call does not pay it (issue 25); a no-op without genai-prices."""
+    price_usage("openai", "gpt-4o", Usage(input_tokens=1, output_tokens=1))
 
 
 def price_usage(provider: str | None, model: str, usage: Usage) -> float | None:

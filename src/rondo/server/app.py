@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -12,6 +13,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from rondo._version import __version__
 from rondo.errors import ConfigurationError
+from rondo.models.pricing import warm_prices
 from rondo.server import (
     adk_routes,
     front_end,
@@ -113,6 +115,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncGenerator[None]:
+        # Issue 25: the price table loads at startup, not on the first request's model call.
+        await asyncio.to_thread(warm_prices)
         try:
             if mcp_endpoint is None:
                 yield
