@@ -111,17 +111,6 @@ class RunRequest:
     release: Callable[[], Awaitable[None]]
     on_disconnect: str = "continue"
 
-    def lifecycle(self) -> AsyncGenerator[Any, None]:
-        """The run's lifecycle view, driven by the caller itself (the front-end protocol
-        projections, `rondo.server.front_end`, still run attached to their request)."""
-        return self.runner.stream_async(
-            user_id=self.user_id,
-            session_id=self.session_id,
-            new_message=self.message,
-            run_config=self.config,
-            state_delta=self.state_delta,
-        )
-
     def execute(self, observe: bool) -> AsyncGenerator[Any, None]:
         return self.runner.execute(
             self.user_id,
