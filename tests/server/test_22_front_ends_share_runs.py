@@ -72,3 +72,24 @@ def test_22_front_end_run_is_the_servers_detached_run(client: httpx.Client, name
     kinds = [e["type"] for e in sse_events(rejoined.text)]
     assert kinds[0] == "run_start", kinds
     assert kinds[-1] == "run_end", kinds
+
+
+def test_22_run_registry_keeps_the_newest_runs_and_drops_the_oldest_ended() -> None:
+    """Every front-end run now enters the registry: it stays bounded, dropping ended runs
+    oldest first and never a running one."""
+    from types import SimpleNamespace
+
+    from rondo.server.runs import RunRegistry
+
+    registry = RunRegistry()
+    keep = RunRegistry.KEEP
+    running = SimpleNamespace(key=("a", "u", "s-run"), run_id="r-run", done=False, previous=None)
+    registry.add(running)  # pyright: ignore[reportArgumentType]
+    for n in range(keep + 10):
+        run = SimpleNamespace(key=("a", "u", f"s{n}"), run_id=f"r{n}", done=True, previous=None)
+        registry.add(run)  # pyright: ignore[reportArgumentType]
+    assert registry.get("a", "u", "s-run", "r-run") is running
+    assert registry.get("a", "u", "s0", "r0") is None
+    assert registry.get("a", "u", f"s{keep + 9}", f"r{keep + 9}") is not None
+    kept = [n for n in range(keep + 10) if registry.get("a", "u", f"s{n}", f"r{n}") is not None]
+    assert kept == list(range(11, keep + 10))
