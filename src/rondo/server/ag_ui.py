@@ -404,4 +404,4 @@ async def ag_ui_run(app_name: str, body: RunAgentInput, request: Request) -> Res
         state_delta=delta,
         extra_tools=_client_tools(body),
     )
-    return await stream_run(run, projection.frames, projection.error)
+    return await stream_run(state, run, projection.frames, projection.error)

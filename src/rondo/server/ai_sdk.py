@@ -335,4 +335,4 @@ async def ai_sdk_chat(app_name: str, body: ChatRequest, request: Request) -> Res
         message=message,
         extra_tools=tools,
     )
-    return await stream_run(run, projection.frames, projection.error, headers=HEADERS)
+    return await stream_run(state, run, projection.frames, projection.error, headers=HEADERS)

@@ -13,23 +13,22 @@ import base64
 import binascii
 import importlib
 import importlib.util
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, Response
-from starlette.responses import StreamingResponse
-from starlette.types import Receive, Scope, Send
 
 from rondo.agents.llm import Agent
 from rondo.errors import ConfigurationError
+from rondo.events import Event
 from rondo.lifecycle import ReasonDelta, ReasonEnd
 from rondo.models.base import DEFAULT_INPUT_TYPES, model_capabilities
 from rondo.run_config import RunConfig
 from rondo.runner import Runner
 from rondo.server.errors import BadRequestError, stream_error
-from rondo.server.runs import RunRequest, start_run
+from rondo.server.runs import DetachedRun, RunRequest, launch, start_run
 from rondo.server.state import ServerState
-from rondo.server.streams import REFUSALS, Frames, dumps, sse
+from rondo.server.streams import Frames, dumps, event_stream, sse
 from rondo.server.wire import RunAgentRequest
 from rondo.sessions.base import TEMP_PREFIX, Session
 from rondo.types import Content
@@ -43,6 +42,7 @@ __all__ = [
     "check_files",
     "decode_base64",
     "json_patch",
+    "lifecycle",
     "open_session",
     "routers",
     "start_front_run",
@@ -154,18 +154,65 @@ def check_files(message: Content, runner: Runner) -> None:
 
 
 async def stream_run(
+    state: ServerState,
     run: FrontRun,
     frames: Frames,
     error_payload: Any = stream_error,
     headers: Mapping[str, str] | None = None,
 ) -> Response:
-    """The run's lifecycle stream as SSE frames of one protocol."""
-    response = await _open_stream(
-        run.lifecycle(), frames, release=run.release, error_payload=error_payload
-    )
+    """The run's lifecycle stream as SSE frames of one protocol. The run is the server's
+    (`rondo.server.runs.launch`), as on `/run_lifecycle`: it holds the session's claim,
+    appears in the session's runs, can be cancelled and follows `onDisconnect`."""
+    detached = await launch(state, run, observe=True)
+    if not detached.run_id and detached.error is not None:
+        # Accepted, then failed before its first item: the failure is the stream's one event.
+        response = Response(
+            sse(dumps(error_payload(detached.error))),
+            media_type="text/event-stream",
+            headers=_HEADERS,
+        )
+    else:
+        response = event_stream(
+            _frames(detached, frames, error_payload), on_leave=_leaver(run, detached)
+        )
     for key, value in (headers or {}).items():
         response.headers[key] = value
     return response
+
+
+def _leaver(run: FrontRun, detached: DetachedRun) -> Callable[[], None] | None:
+    if run.on_disconnect != "cancel":
+        return None
+
+    def leave() -> None:
+        if not detached.done:
+            detached.cancel("the client disconnected")
+
+    return leave
+
+
+async def _frames(
+    detached: DetachedRun, frames: Frames, error_payload: Callable[[BaseException], Any]
+) -> AsyncGenerator[bytes, None]:
+    """The run's lifecycle events (its records skipped: the projections map the events)."""
+    async for _, item in detached.items():
+        if isinstance(item, Event):
+            continue
+        for chunk in frames(item):
+            yield chunk
+    if detached.error is not None:
+        yield sse(dumps(error_payload(detached.error)))
+
+
+async def lifecycle(state: ServerState, run: FrontRun) -> AsyncGenerator[Any, None]:
+    """The run's lifecycle events, the run being the server's (as `stream_run`'s); a run
+    that fails raises its error after its last event."""
+    detached = await launch(state, run, observe=True)
+    async for _, item in detached.items():
+        if not isinstance(item, Event):
+            yield item
+    if detached.error is not None:
+        raise detached.error
 
 
 def state_changes(client: Any, session: Session) -> dict[str, Any]:
@@ -280,80 +327,3 @@ class TextParts:
 
 
 _HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-
-
-class _RunStream(StreamingResponse):
-    """A streaming response that always runs its clean-up, even if never iterated."""
-
-    def __init__(
-        self, chunks: AsyncGenerator[bytes, None], cleanup: Callable[[], Awaitable[None]]
-    ) -> None:
-        super().__init__(chunks, media_type="text/event-stream", headers=_HEADERS)
-        self._chunks = chunks
-        self._cleanup = cleanup
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            await self._chunks.aclose()
-            await self._cleanup()
-
-
-async def _open_stream(
-    items: AsyncGenerator[Any, None],
-    frames: Frames,
-    *,
-    release: Callable[[], Awaitable[None]],
-    error_payload: Callable[[BaseException], Any],
-) -> Response:
-    """Start `items` and answer with their SSE stream, or with the refusal that stops them
-    (a 4xx while one can still be sent). The run is attached to this request: these
-    protocols' clients resend their turn, so they do not rejoin detached runs (SPEC W7)."""
-    closed = False
-
-    async def cleanup() -> None:
-        nonlocal closed
-        if closed:
-            return
-        closed = True
-        try:
-            await items.aclose()
-        finally:
-            await release()
-
-    try:
-        first = await anext(items)
-    except StopAsyncIteration:
-        await cleanup()
-        return Response(b"", media_type="text/event-stream", headers=_HEADERS)
-    except REFUSALS:
-        await cleanup()
-        raise
-    except Exception as exc:
-        await cleanup()  # the run was accepted: its failure is the stream's one event
-        return Response(
-            sse(dumps(error_payload(exc))), media_type="text/event-stream", headers=_HEADERS
-        )
-    except BaseException:
-        await cleanup()
-        raise
-
-    async def chunks() -> AsyncGenerator[bytes, None]:
-        try:
-            for chunk in frames(first):
-                yield chunk
-            async for item in items:
-                for chunk in frames(item):
-                    yield chunk
-        except Exception as exc:
-            last = sse(dumps(error_payload(exc)))
-        else:
-            last = b""
-        # The session is freed before the response ends: the client's next message may go
-        # to any replica at once.
-        await cleanup()
-        if last:
-            yield last
-
-    return _RunStream(chunks(), cleanup)

@@ -43,7 +43,7 @@ from rondo.runner import Runner
 from rondo.server.auth import USER_KEY
 from rondo.server.discovery import AppLoadError
 from rondo.server.errors import describe
-from rondo.server.front_end import DEFAULT_USER, open_session, start_front_run
+from rondo.server.front_end import DEFAULT_USER, lifecycle, open_session, start_front_run
 from rondo.server.state import ServerState
 from rondo.types import Content, Part
 
@@ -278,10 +278,7 @@ def _http_runs(state: ServerState, app_name: str) -> AgentRuns:
             message=message,
             streaming=False,
         )
-        try:
-            return await _drain(started.lifecycle())
-        finally:
-            await started.release()
+        return await _drain(lifecycle(state, started))
 
     return AgentRuns(pending, run)
 

@@ -37,6 +37,7 @@ from rondo.server.front_end import (
     DEFAULT_USER,
     FrontRun,
     decode_base64,
+    lifecycle,
     open_session,
     start_front_run,
     stream_run,
@@ -257,19 +258,17 @@ class CompletionStream:
         }
 
 
-async def _complete(run: FrontRun, stream: CompletionStream) -> dict[str, Any]:
-    """Run to the end; the whole answer as one `chat.completion`."""
+async def _complete(state: ServerState, run: FrontRun, stream: CompletionStream) -> dict[str, Any]:
+    """Run to the end (the server's run, as the streamed one); the whole answer as one
+    `chat.completion`."""
     text: list[str] = []
     end: RunEnd | None = None
-    try:
-        async with aclosing(run.lifecycle()) as events:
-            async for event in events:
-                if isinstance(event, ToolCallEnd) and stream.show_tools:
-                    text.append(_tool_text(event))
-                elif isinstance(event, RunEnd):
-                    end = event
-    finally:
-        await run.release()
+    async with aclosing(lifecycle(state, run)) as events:
+        async for event in events:
+            if isinstance(event, ToolCallEnd) and stream.show_tools:
+                text.append(_tool_text(event))
+            elif isinstance(event, RunEnd):
+                end = event
     assert end is not None
     content = "".join(text) + end.text
     if end.pending:
@@ -345,8 +344,8 @@ async def chat_completions(request: Request) -> Response:
     try:
         run, stream = await _start(request, body)
         if body.stream:
-            return await stream_run(run, stream.frames, stream.error)
-        return JSONResponse(await _complete(run, stream))
+            return await stream_run(server_state(request), run, stream.frames, stream.error)
+        return JSONResponse(await _complete(server_state(request), run, stream))
     except (RondoError, HTTPException) as exc:
         return _failure(exc)
     except Exception as exc:

@@ -111,17 +111,6 @@ class RunRequest:
     release: Callable[[], Awaitable[None]]
     on_disconnect: str = "continue"
 
-    def lifecycle(self) -> AsyncGenerator[Any, None]:
-        """The run's lifecycle view, driven by the caller itself (the front-end protocol
-        projections, `rondo.server.front_end`, still run attached to their request)."""
-        return self.runner.stream_async(
-            user_id=self.user_id,
-            session_id=self.session_id,
-            new_message=self.message,
-            run_config=self.config,
-            state_delta=self.state_delta,
-        )
-
     def execute(self, observe: bool) -> AsyncGenerator[Any, None]:
         return self.runner.execute(
             self.user_id,
@@ -452,9 +441,17 @@ class RunRegistry:
         run.on_done = self._ended
         if run.done:
             self._ended(run)
-        if len(self._runs) > self.KEEP:
-            ended = [k for k, r in self._runs.items() if r.done]
-            for k in ended[: len(self._runs) - self.KEEP]:
+        excess = len(self._runs) - self.KEEP
+        if excess > 0:
+            # The oldest ended runs, found from the front: once full, each add drops about
+            # one, so this stops early instead of scanning every kept run per run.
+            ended: list[tuple[str, str, str, str]] = []
+            for k, r in self._runs.items():
+                if r.done:
+                    ended.append(k)
+                    if len(ended) == excess:
+                        break
+            for k in ended:
                 del self._runs[k]
 
     def _ended(self, run: DetachedRun) -> None:
