@@ -12,7 +12,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from rondo._version import __version__
 from rondo.errors import ConfigurationError
-from rondo.server import adk_routes, front_end, native_routes, run_routes, traces
+from rondo.server import adk_routes, front_end, live_routes, native_routes, run_routes, traces
 from rondo.server.a2a_root import a2a_root_card_routes
 from rondo.server.auth import TokenAuth, TokenMiddleware, load_tokens
 from rondo.server.discovery import AppRegistry
@@ -137,6 +137,7 @@ def create_app(
         adk_routes.router,
         native_routes.router,
         run_routes.router,
+        live_routes.router,
         traces.router,
         *front_end.routers(),
     ):
