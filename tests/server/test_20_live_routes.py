@@ -286,3 +286,56 @@ def test_20_run_live_lifecycle_sends_lifecycle_events_as_json_frames() -> None:
         assert "tool_call_end" in types
         assert types.index("tool_call_start") < types.index("tool_call_end")
         assert frames[-1]["error"] is None
+
+
+ADK_CLIENT = """
+import json, sys
+from google.adk.agents.live_request_queue import LiveRequest
+from google.adk.events.event import Event
+from google.genai import types
+from websockets.sync.client import connect
+
+texts = []
+with connect(sys.argv[1]) as ws:
+    turn = types.Content(role="user", parts=[types.Part(text="what is the weather?")])
+    ws.send(LiveRequest(content=turn).model_dump_json())
+    while "it is clear" not in texts:
+        event = Event.model_validate_json(ws.recv(timeout=30))
+        for part in (event.content.parts if event.content else None) or []:
+            if part.function_call:
+                texts.append("call:" + part.function_call.name)
+            if part.text and not event.partial:
+                texts.append(part.text)
+    ws.send(LiveRequest(close=True).model_dump_json())
+    try:
+        while True:
+            ws.recv(timeout=30)
+    except Exception:
+        pass
+    print(json.dumps({"texts": texts, "code": ws.close_code}))
+"""
+
+
+def test_20_run_live_a_google_adk_client_works_unchanged(tmp_path: Any) -> None:
+    """google-adk's own `LiveRequest` dump in (nulls and all), its `Event` model reads out."""
+    import subprocess
+
+    from tests._require import require
+    from tests.server._adk import adk_python
+
+    python = adk_python()
+    require(python, what="ADK", reason="google-adk not found (set RONDO_ADK_PYTHON)")
+    assert python is not None
+    with server() as (url, _):
+        new_session(url, "s9")
+        target = ws_url(url, app_name="talk", user_id="u", session_id="s9", modalities="TEXT")
+        done = subprocess.run(
+            [python, "-c", ADK_CLIENT, target],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == {"texts": ["call:weather", "it is clear"], "code": 1000}

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncGenerator, Callable
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -167,11 +167,22 @@ async def _close(websocket: WebSocket, code: int, reason: str) -> None:
         )
 
 
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        items = cast(dict[str, Any], value).items()
+        return {k: _without_nulls(v) for k, v in items if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in cast(list[Any], value)]
+    return value
+
+
 async def _read(websocket: WebSocket, queue: LiveRequestQueue) -> None:
     while True:
         text = await websocket.receive_text()
         try:
-            request = WireLiveRequest.model_validate_json(text).to_request()
+            # google-genai's pydantic dump writes every unset field as null: null is unset.
+            data = _without_nulls(json.loads(text))
+            request = WireLiveRequest.model_validate(data).to_request()
         except (ValidationError, ValueError) as exc:
             detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
             raise _Closed(BAD_DATA, f"not a LiveRequest: {detail}") from None
