@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -339,3 +340,31 @@ def test_20_run_live_a_google_adk_client_works_unchanged(tmp_path: Any) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out == {"texts": ["call:weather", "it is clear"], "code": 1000}
+
+
+def test_20_run_live_takes_the_session_claim_and_frees_it_when_the_client_leaves() -> None:
+    with server() as (url, _):
+        new_session(url, "s10")
+        target = ws_url(url, app_name="talk", user_id="u", session_id="s10", modalities="TEXT")
+        with websockets_sync.connect(target) as first:
+            first.send(text_turn("hi"))
+            until(first, final_text("you said: hi"))
+            # A second call on the same session while the first runs: refused, with why.
+            with websockets_sync.connect(target) as second:
+                code, reason = close_of(second)
+            assert code == 1008
+            assert "run" in reason.lower(), reason
+        # The first client left (no `close` message): its call ends and frees the session
+        # (polled: the server notices the disconnect in its own time).
+        for _ in range(600):
+            with websockets_sync.connect(target) as again:
+                again.send(text_turn("back"))
+                try:
+                    frames = until(again, final_text("you said: back"))
+                    break
+                except ConnectionClosed:
+                    assert again.close_code == 1008
+            time.sleep(0.1)
+        else:
+            pytest.fail("the session stayed claimed after the client left")
+        assert frames[-1]["author"] == "talker"
