@@ -93,7 +93,28 @@ def test_extras_server_serves_an_app(tmp_path: Path) -> None:
     bin_dir = _venv("server")
     with _server(bin_dir, tmp_path) as url:
         assert _run_chat(url) == "Stub reply: noted 'tea'"
+        _live_handshake(url)
     assert (tmp_path / ".rondo" / "sessions.db").is_file()
+
+
+def _live_handshake(url: str) -> None:
+    """Issue 20: the extra serves WebSockets (uvicorn needs a WebSocket library for them) —
+    `/run_live` answers the handshake, then closes on the unknown session as google-adk does."""
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    target = "ws" + url.removeprefix("http") + "/run_live?app_name=talk&user_id=u&session_id=no"
+    with connect(target, open_timeout=30) as ws, pytest.raises(ConnectionClosed):
+        ws.recv(timeout=30)
+    assert ws.close_code == 1002
+
+
+def test_20_extras_openai_brings_what_the_realtime_client_needs(tmp_path: Path) -> None:
+    """Issue 20: the openai SDK's realtime client dials with `websockets`, which the SDK
+    declares only in its own `realtime` extra: rondo's `[openai]` extra must bring it."""
+    bin_dir = _venv("openai")
+    script = "import rondo.models.openai_realtime, websockets.asyncio.client; print('ok')"
+    assert _python(bin_dir, script, tmp_path).split() == ["ok"]
 
 
 @pytest.mark.postgres

@@ -15,7 +15,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "rondo.models.openai_realtime needs the openai SDK with websockets: "
-        "pip install 'rondo-agents[openai]' websockets"
+        "pip install 'rondo-agents[openai]'"
     ) from exc
 
 import base64

@@ -18,6 +18,7 @@ from rondo.server import (
     adk_routes,
     front_end,
     history_routes,
+    live_routes,
     native_routes,
     run_routes,
     traces,
@@ -149,6 +150,7 @@ def create_app(
         native_routes.router,
         run_routes.router,
         history_routes.router,
+        live_routes.router,
         traces.router,
         *front_end.routers(),
     ):

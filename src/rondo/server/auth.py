@@ -104,6 +104,9 @@ class TokenMiddleware:
         self.web = web
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -117,6 +120,18 @@ class TokenMiddleware:
             await _refuse(scope, receive, send, problem)
             return
         scope[USER_KEY] = user
+        await self.app(scope, receive, send)
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket (the live routes) needs the token as every API route does; without
+        one the handshake is refused (HTTP 403, as a refused WebSocket is) before any route."""
+        scope[USER_KEY] = None
+        if self.auth is not None:
+            user, problem = _resolve(self.auth, scope)
+            if user is None:
+                await send({"type": "websocket.close", "code": 1008, "reason": problem})
+                return
+            scope[USER_KEY] = user
         await self.app(scope, receive, send)
 
     def _needs_token(self, scope: Scope) -> bool:

@@ -5,7 +5,7 @@ Two checks, as a plain ASGI middleware:
 - On a loopback bind, the `Host` header must name the loopback (`localhost`, `127.0.0.1`,
   `[::1]`, any port). A page on another site whose name an attacker re-points at 127.0.0.1
   (DNS rebinding) would otherwise be same-origin with this server, tokens or not.
-- A request that changes something (any method but GET, HEAD, OPTIONS) and carries an
+- A request that changes something (any method but GET, HEAD, OPTIONS; any WebSocket) and carries an
   `Origin` of another site is refused unless that origin was allowed with `--allow-origin`.
   CORS alone stops the page from *reading* the answer, not the request from running.
 """
@@ -61,6 +61,14 @@ class RequestGuard:
         self.allowed_origins = frozenset(o.rstrip("/") for o in allowed_origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            # A page of any site may open a WebSocket to us (no CORS): checked as a write.
+            problem = self._problem(scope)
+            if problem is None:
+                await self.app(scope, receive, send)
+            else:
+                await send({"type": "websocket.close", "code": 1008, "reason": problem[:123]})
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -77,7 +85,7 @@ class RequestGuard:
                 f"Host {host!r} is not this loopback server's; open it as http://localhost "
                 "or http://127.0.0.1"
             )
-        if scope["method"] in _SAFE_METHODS:
+        if scope.get("method") in _SAFE_METHODS:
             return None
         origin = _header(scope, b"origin")
         if origin is None:

@@ -1,0 +1,295 @@
+"""Live calls over a WebSocket (SPEC L1, issue 20 item 5).
+
+    WS /run_live            google-adk's route: LiveRequest JSON in, ADK Event JSON out
+    WS /run_live_lifecycle  the same call, lifecycle events (`RunStart` … `RunEnd`) out
+
+Both take ADK's query parameters (`app_name`, `user_id`, `session_id`, `modalities`,
+`enable_session_resumption`, `save_live_blob`, `explicit_vad_signal`, …) and the RunConfig
+options ADK's route drops (google/adk-python#4263): `input_audio_transcription`,
+`output_audio_transcription`, `speech_config` and `realtime_input_config` (JSON, passed to the
+provider), `session_resumption_handle`, `max_llm_calls`. Close codes follow ADK's: 1002
+"Session not found", 1011 with the error for a run that fails; rondo adds 1008 with the
+problem for a bad parameter, an unknown app or a busy session, 1007 for a message that is not a
+LiveRequest, and 1000 once the call has ended. The token → user check is the middleware's
+(`server.auth`), as on every other route.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncGenerator, Callable
+from typing import Any, Literal, cast
+
+from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rondo.lifecycle import to_json
+from rondo.models.live import LiveRequest, LiveRequestQueue
+from rondo.run_config import RunConfig, SessionResumptionConfig
+from rondo.server.auth import USER_KEY
+from rondo.server.state import ServerState
+from rondo.server.streams import dumps
+from rondo.server.wire import WireBlob, WireContent, event_json
+from rondo.types import Blob
+
+__all__ = ["LiveParams", "WireLiveRequest", "router"]
+
+router = APIRouter()
+
+# RFC 6455 close codes.
+NORMAL, PROTOCOL, BAD_DATA, POLICY, INTERNAL = 1000, 1002, 1007, 1008, 1011
+_MAX_REASON = 123  # a close frame's reason is at most 123 bytes
+
+
+class LiveParams(BaseModel):
+    """The query parameters of a live route: ADK's, then the RunConfig options it drops."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    app_name: str = Field(min_length=1)
+    user_id: str = Field(min_length=1)
+    session_id: str = Field(min_length=1)
+    modalities: list[Literal["TEXT", "AUDIO", "VIDEO"]] = ["AUDIO"]
+    proactive_audio: bool | None = None
+    enable_affective_dialog: bool | None = None
+    enable_session_resumption: bool | None = None
+    save_live_blob: bool = False
+    explicit_vad_signal: bool | None = None
+    # -- beyond ADK (#4263) --
+    input_audio_transcription: bool = True
+    output_audio_transcription: bool = True
+    speech_config: dict[str, Any] | None = None
+    realtime_input_config: dict[str, Any] | None = None
+    session_resumption_handle: str | None = None
+    max_llm_calls: int | None = None
+
+    def run_config(self) -> RunConfig:
+        resumption = None
+        if self.enable_session_resumption is not None or self.session_resumption_handle:
+            resumption = SessionResumptionConfig(
+                handle=self.session_resumption_handle, transparent=self.enable_session_resumption
+            )
+        realtime = self.realtime_input_config
+        if realtime is None and self.explicit_vad_signal:
+            # The client sends activity_start / activity_end itself: the provider's own voice
+            # detection must be off.
+            realtime = {"automatic_activity_detection": {"disabled": True}}
+        extra: dict[str, Any] = {}
+        if self.max_llm_calls is not None:
+            extra["max_llm_calls"] = self.max_llm_calls
+        return RunConfig(
+            response_modalities=tuple(self.modalities),
+            speech_config=self.speech_config,
+            input_audio_transcription=self.input_audio_transcription,
+            output_audio_transcription=self.output_audio_transcription,
+            session_resumption=resumption,
+            realtime_input_config=realtime,
+            save_live_blob=self.save_live_blob,
+            **extra,
+        )
+
+
+_JSON_PARAMS = ("speech_config", "realtime_input_config")
+_UNSUPPORTED = ("proactive_audio", "enable_affective_dialog")
+
+
+def parse_params(websocket: WebSocket) -> LiveParams:
+    """The query string as `LiveParams`; `ValueError` with the problem when it is not."""
+    raw: dict[str, Any] = {}
+    for key, value in websocket.query_params.multi_items():
+        if key == "modalities":
+            raw.setdefault("modalities", []).append(value)
+        elif key in _JSON_PARAMS:
+            try:
+                raw[key] = json.loads(value)
+            except json.JSONDecodeError:
+                raise ValueError(f"{key} must be a JSON object") from None
+        else:
+            raw[key] = value
+    try:
+        params = LiveParams.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "query"
+        raise ValueError(f"{where}: {first['msg']}") from None
+    for name in _UNSUPPORTED:
+        if getattr(params, name):
+            raise ValueError(f"{name} is not supported by rondo's live models")
+    return params
+
+
+class WireLiveRequest(BaseModel):
+    """google-adk's `LiveRequest` as JSON (camelCase or snake_case keys)."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+    content: WireContent | None = None
+    blob: WireBlob | None = None
+    activity_start: dict[str, Any] | None = Field(default=None, alias="activityStart")
+    activity_end: dict[str, Any] | None = Field(default=None, alias="activityEnd")
+    audio_stream_end: bool = Field(default=False, alias="audioStreamEnd")
+    close: bool = False
+
+    def to_request(self) -> LiveRequest:
+        # One thing per request, in ADK's priority order.
+        if self.close:
+            return LiveRequest(close=True)
+        if self.activity_start is not None:
+            return LiveRequest(activity_start=True)
+        if self.activity_end is not None:
+            return LiveRequest(activity_end=True)
+        if self.audio_stream_end:
+            return LiveRequest(audio_stream_end=True)
+        if self.blob is not None:
+            blob = Blob(
+                mime_type=self.blob.mime_type or "application/octet-stream",
+                data=self.blob.data or b"",
+            )
+            return LiveRequest(blob=blob)
+        if self.content is not None:
+            return LiveRequest(content=self.content.to_content())
+        raise ValueError("a LiveRequest sets content, blob, activity_start, activity_end or close")
+
+
+class _Closed(Exception):
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+async def _close(websocket: WebSocket, code: int, reason: str) -> None:
+    with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+        await websocket.close(
+            code=code, reason=reason.encode()[:_MAX_REASON].decode(errors="ignore")
+        )
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        items = cast(dict[str, Any], value).items()
+        return {k: _without_nulls(v) for k, v in items if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in cast(list[Any], value)]
+    return value
+
+
+async def _read(websocket: WebSocket, queue: LiveRequestQueue) -> None:
+    while True:
+        text = await websocket.receive_text()
+        try:
+            # google-genai's pydantic dump writes every unset field as null: null is unset.
+            data = _without_nulls(json.loads(text))
+            request = WireLiveRequest.model_validate(data).to_request()
+        except (ValidationError, ValueError) as exc:
+            detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+            raise _Closed(BAD_DATA, f"not a LiveRequest: {detail}") from None
+        queue.send(request)
+        if request.close:
+            return
+
+
+async def _serve(
+    websocket: WebSocket,
+    frames: Callable[..., AsyncGenerator[Any, None]],
+    encode: Callable[[Any], str],
+) -> None:
+    await websocket.accept()
+    state: ServerState = websocket.app.state.rondo
+    try:
+        params = parse_params(websocket)
+    except ValueError as exc:
+        await _close(websocket, POLICY, str(exc))
+        return
+    who = websocket.scope.get(USER_KEY)
+    if who is not None and who != params.user_id:
+        await _close(websocket, POLICY, "this token may not access another user's data")
+        return
+    try:
+        runner = await state.apps.runner(params.app_name)
+    except Exception as exc:  # an unknown app, or one that fails to load
+        await _close(websocket, POLICY, str(exc))
+        return
+    ids = (params.app_name, params.user_id, params.session_id)
+    session = await state.sessions.get_session(
+        app_name=ids[0], user_id=ids[1], session_id=ids[2], num_recent_events=0
+    )
+    if session is None:
+        await _close(websocket, PROTOCOL, "Session not found")  # as google-adk
+        return
+    try:
+        release = await state.claims.take(*ids)
+    except Exception as exc:  # busy, or a bad id
+        await _close(websocket, POLICY, str(exc))
+        return
+    queue = LiveRequestQueue()
+
+    async def forward() -> None:
+        items = frames(
+            runner,
+            user_id=params.user_id,
+            session_id=params.session_id,
+            live_request_queue=queue,
+            run_config=params.run_config(),
+        )
+        async with contextlib.aclosing(items):
+            async for item in items:
+                await websocket.send_text(encode(item))
+
+    tasks = [asyncio.create_task(forward()), asyncio.create_task(_read(websocket, queue))]
+    try:
+        await _finish(websocket, tasks)
+    finally:
+        if not queue.closed:
+            queue.close()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await release()
+
+
+async def _finish(websocket: WebSocket, tasks: list[asyncio.Task[None]]) -> None:
+    """Wait for the call to end (the run's end) or fail (either side), then close as ADK."""
+    forward, reader = tasks
+    pending = set(tasks)
+    while forward in pending:
+        done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        if reader in done and reader.exception() is None:
+            continue  # the client sent `close`: the run ends once the queue drains
+        for task in done:
+            exc = task.exception()
+            if isinstance(exc, WebSocketDisconnect):
+                return  # the client left: the call ends with it
+            if isinstance(exc, _Closed):
+                await _close(websocket, exc.code, exc.reason)
+                return
+            if exc is not None:
+                await _close(websocket, INTERNAL, str(exc) or type(exc).__name__)
+                return
+    await _close(websocket, NORMAL, "the live call ended")
+
+
+def _adk_json(item: Any) -> str:
+    return dumps(event_json(item)).decode()
+
+
+def _adk_frames(runner: Any, **kwargs: Any) -> AsyncGenerator[Any, None]:
+    return runner.run_live(**kwargs)
+
+
+def _lifecycle_frames(runner: Any, **kwargs: Any) -> AsyncGenerator[Any, None]:
+    return runner.stream_live(**kwargs)
+
+
+@router.websocket("/run_live")
+async def run_live(websocket: WebSocket) -> None:
+    """google-adk's live route: each stored or partial record as ADK's Event JSON."""
+    await _serve(websocket, _adk_frames, _adk_json)
+
+
+@router.websocket("/run_live_lifecycle")
+async def run_live_lifecycle(websocket: WebSocket) -> None:
+    """The same live call as lifecycle events, one JSON frame each (`type` names it)."""
+    await _serve(websocket, _lifecycle_frames, to_json)
