@@ -25,6 +25,7 @@ from typing import Any, Literal, cast
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from rondo.errors import ConfigurationError
 from rondo.lifecycle import to_json
 from rondo.models.live import LiveRequest, LiveRequestQueue
 from rondo.run_config import RunConfig, SessionResumptionConfig
@@ -105,7 +106,7 @@ def parse_params(websocket: WebSocket) -> LiveParams:
             try:
                 raw[key] = json.loads(value)
             except json.JSONDecodeError:
-                raise ValueError(f"{key} must be a JSON object") from None
+                raise ConfigurationError(f"{key} must be a JSON object") from None
         else:
             raw[key] = value
     try:
@@ -113,10 +114,10 @@ def parse_params(websocket: WebSocket) -> LiveParams:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "query"
-        raise ValueError(f"{where}: {first['msg']}") from None
+        raise ConfigurationError(f"{where}: {first['msg']}") from None
     for name in _UNSUPPORTED:
         if getattr(params, name):
-            raise ValueError(f"{name} is not supported by rondo's live models")
+            raise ConfigurationError(f"{name} is not supported by rondo's live models")
     return params
 
 
@@ -150,7 +151,9 @@ class WireLiveRequest(BaseModel):
             return LiveRequest(blob=blob)
         if self.content is not None:
             return LiveRequest(content=self.content.to_content())
-        raise ValueError("a LiveRequest sets content, blob, activity_start, activity_end or close")
+        raise ConfigurationError(
+            "a LiveRequest sets content, blob, activity_start, activity_end or close"
+        )
 
 
 class _Closed(Exception):
