@@ -75,7 +75,9 @@ class Terminal:
             if found >= 0:
                 return found + len(text)
             if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} never printed; got:\n{self.seen[after:]}")
+                raise AssertionError(
+                    f"{text!r} never printed ({self.signals()}); got:\n{self.seen[after:][-2000:]}"
+                )
             ready, _, _ = select.select([self.fd], [], [], 0.5)
             if ready:
                 try:
@@ -85,6 +87,14 @@ class Terminal:
                 if not chunk and self.process.poll() is not None:
                     raise AssertionError(f"exited before {text!r}:\n{self.seen[after:]}")
                 self.seen += _ANSI.sub("", chunk.decode(errors="replace"))
+
+    def signals(self) -> str:
+        """The child's blocked / ignored / caught signal masks, for a failure's message."""
+        try:
+            status = Path(f"/proc/{self.process.pid}/status").read_text()
+        except OSError:
+            return "no /proc status"
+        return ", ".join(line for line in status.splitlines() if line.startswith("Sig"))
 
     def exit_code(self) -> int:
         deadline = time.monotonic() + 60
@@ -102,9 +112,14 @@ def _take_terminal() -> None:
     """In the child, in its new session: make the pty its controlling terminal, so the
     terminal's Ctrl-C reaches it as SIGINT."""
     import fcntl
+    import signal
     import termios
 
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    # A blocked or ignored SIGINT is inherited across exec: whatever a library did to the
+    # test process (it happens in a long suite run), the CLI starts as a user's shell starts it.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @contextmanager
