@@ -164,6 +164,13 @@ def test_21_multitask_rollback_stops_and_rewinds_the_running_run(
         cut = [e for e in audit if e.get("runId") == run_id]
         assert cut[0]["content"]["parts"][0]["text"] == "long one"
         assert cut[-1]["errorCode"] == "CANCELLED"  # the stop was recorded, then rewound
+        # The rolled-back run still answers: it ended, cancelled (not 404, not running).
+        status = http.get(base + f"/runs/{run_id}", headers=BOB)
+        assert status.status_code == 200, status.text
+        assert status.json()["status"] == "cancelled"
+        assert status.json()["rewound"] is True
+        assert status.json()["lastEventId"] is not None
+        assert http.get(base + "/runs/no-such-run", headers=BOB).status_code == 404
 
 
 def test_21_rewind_route_artifacts_read_at_their_earlier_version(hostile: Hostile) -> None:

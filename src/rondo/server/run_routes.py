@@ -1,7 +1,9 @@
 """A session's runs over HTTP: rejoin a run's stream, its status, the list, cancel (SPEC W7).
 
     GET  …/sessions/{id}/runs                    the session's runs, newest first
-    GET  …/sessions/{id}/runs/{run_id}           one run: status and last frame id
+    GET  …/sessions/{id}/runs/{run_id}           one run: status and last frame id (a run
+                                                 a rewind hid answers `cancelled`,
+                                                 `"rewound": true`)
     GET  …/sessions/{id}/runs/{run_id}/stream    its frames after `Last-Event-ID` (or
                                                  `?after=`), then the live tail
     POST …/sessions/{id}/runs/{run_id}/cancel    stop it at its next stop point
@@ -111,8 +113,20 @@ async def _one(
     described = await _describe(state, session, summaries)
     found = next((d for d in described if d["runId"] == run_id), None)
     if found is None:
+        found = _rewound_run(session, run_id)
+    if found is None:
         raise NotFoundError(f"no run {run_id!r} in session {session_id!r}")
     return found
+
+
+def _rewound_run(session: Session, run_id: str) -> dict[str, Any] | None:
+    """A run a rewind hid (a `rollback`, a rewind before it): it stays answerable, as
+    `cancelled` — its records are in `…/rewound` — so a client polling it learns it ended."""
+    summary = next((s for s in runs_of(session.rewound, []) if s.run_id == run_id), None)
+    if summary is None:
+        return None
+    last = _last_log_id(list(run_records(session.rewound, run_id)))
+    return {**_summary_json(session.id, summary, "cancelled", last, "adk"), "rewound": True}
 
 
 @router.get(_RUNS + "/{run_id}")
