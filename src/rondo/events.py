@@ -104,6 +104,11 @@ NO_ACTIONS = EventActions.model_construct(
 # an answer to one reaches the agent that made the waiting call; the model never sees it.
 NESTED_PAUSE = "rondo:nested_pause"
 
+# Issue 23: the `custom_metadata` key of the record a failed run ends on (`error_code`: the
+# exception's type). It says the run failed; it does not end the invocation for SPEC D1 — a
+# run started again with no new message resumes from where the failure cut it.
+FAILURE = "rondo:failure"
+
 
 def _no_actions() -> EventActions:
     return NO_ACTIONS

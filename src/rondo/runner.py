@@ -7,6 +7,7 @@ construction of lifecycle objects inside the same loop.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import aclosing
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
     from rondo.types import Content, Part
 
 __all__ = ["RunResult", "Runner"]
+
+logger = logging.getLogger("rondo.runner")
 
 if TYPE_CHECKING:
     Message = Content | str | Part | Sequence[Part] | None
@@ -602,6 +605,17 @@ class Runner:
                     pause()
                     yield record
                     resume()
+            except Exception as exc:
+                # A failure nobody recovered (a model error, a raising hook) ends the run on
+                # a record that says so, then is raised as before: the error survives in the
+                # log, so a reloaded conversation shows it and the run reads `failed`.
+                record = await self._failure_record(ctx, exc)
+                if record is not None:
+                    summary.record(record)
+                    pause()
+                    yield record
+                    resume()
+                raise
             if "after_run" in plugins.active:
                 await plugins.run("after_run", ctx)
             if stopped is not None:
@@ -617,6 +631,39 @@ class Runner:
             wire["error"] = str(error) if error is not None else None
             wire["error_type"] = type(error).__name__ if error is not None else None
             yield RunEnd(**ctx.correlation(), **wire)
+
+    async def _failure_record(self, ctx: InvocationContext, exc: Exception) -> Event | None:
+        """The stored record of a failed run (`error_code`: the exception's type), or None
+        for a failure of the store itself, which has nowhere to keep it."""
+        from rondo.errors import DurableReplayError, SessionError
+
+        if isinstance(exc, SessionError | DurableReplayError):
+            return None
+        events = ctx.session.events
+        last = events[-1] if events else None
+        if last is not None and last.invocation_id == ctx.invocation_id and last.error_code:
+            return None  # the failure is on record already (a model's error response)
+        author = next(
+            (
+                e.author
+                for e in reversed(events)
+                if e.invocation_id == ctx.invocation_id and e.author != "user"
+            ),
+            ctx.agent.name,
+        )
+        from rondo.events import FAILURE
+
+        record = ctx.new_event(
+            author,
+            error_code=type(exc).__name__,
+            error_message=(str(exc) or type(exc).__name__)[:2000],
+            custom_metadata={FAILURE: True},
+        )
+        try:
+            return await self._on_event(ctx, record)
+        except Exception:  # the store failed too: the original error is what to raise
+            logger.warning("could not store the failure of run %s", ctx.run_id, exc_info=True)
+            return None
 
     async def _begin(
         self,

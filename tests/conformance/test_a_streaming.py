@@ -348,9 +348,14 @@ async def test_a3_a_stream_that_errors_produces_no_final_aggregate():
 
     with pytest.raises(ConnectionResetError, match="stream cut"):
         await drain()
-    assert [(e.partial, e.text) for e in got] == [(True, "It is "), (True, "2")]
+    # The partials, then no aggregate of them: only the record of the failure (issue 23).
+    assert [(e.partial, e.text) for e in got[:-1]] == [(True, "It is "), (True, "2")]
+    assert (got[-1].text, got[-1].error_code) == ("", "ConnectionResetError")
     session = await stored(runner)
-    assert [e.author for e in session.events] == ["user"]
+    assert [(e.author, e.text, e.error_code) for e in session.events] == [
+        ("user", "go", None),
+        ("helper", "", "ConnectionResetError"),
+    ]
     assert len(model.requests) == 1
 
 

@@ -652,4 +652,9 @@ async def test_g3_a_custom_models_unstorable_call_is_a_model_error_and_the_sessi
     with pytest.raises(rondo.ModelResponseError, match="odd"):
         await collect(runner, "go")
     session = await stored(runner)
-    assert [e.author for e in session.events] == ["user"]
+    # The unstorable call is not stored; the failure is (issue 23), with the model's name.
+    assert [(e.author, e.error_code) for e in session.events] == [
+        ("user", None),
+        ("a", "ModelResponseError"),
+    ]
+    assert "odd" in (session.events[-1].error_message or "")

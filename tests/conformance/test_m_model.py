@@ -333,7 +333,10 @@ async def test_m3_none_keeps_the_original_error():
     assert info.value is original
     assert seen == [original]
     session = await stored(runner)
-    assert [e.author for e in session.events] == ["user"]
+    assert [(e.author, e.error_code, e.error_message) for e in session.events] == [
+        ("user", None, None),
+        ("helper", "TimeoutError", "slow provider"),
+    ]
 
 
 async def test_m3_an_error_from_the_hook_replaces_the_original():

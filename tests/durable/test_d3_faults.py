@@ -129,7 +129,9 @@ async def test_d3_hung_model_call_raises_model_timeout_and_resume_completes() ->
         await run(runner_for(first, [ran], service), run_config=RunConfig(model_timeout=0.05))
     session = await service.get_session(app_name="app", user_id="u", session_id="s")
     assert session is not None
-    assert [e.author for e in session.events] == ["user", "agent", "agent"]  # nothing lost
+    assert [e.author for e in session.events] == ["user", "agent", "agent", "agent"]
+    # Nothing lost, and the failure is on record (issue 23); it does not end the invocation.
+    assert session.events[-1].error_code == "ModelTimeoutError"
     # The resume makes only the call that timed out.
     again = ScriptedModel(["done"])
     events = await run(runner_for(again, [ran], service), None)

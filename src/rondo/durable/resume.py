@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from rondo.events import Event, PendingCall
+from rondo.events import FAILURE, Event, PendingCall
 from rondo.types import Content, FunctionCall
 
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ def find_resume_point(
 ) -> ResumePoint | None:
     """Where the session's last invocation stopped, if it was cut short: inside a step
     (`find_interrupted`) or between two agents of a sequence."""
+    events = _without_failure(events)
     return find_interrupted(events) or _between_agents(events, pending, root)
 
 
@@ -152,6 +153,7 @@ def _invocation_start(events: Sequence[Event], invocation_id: str) -> int:
 def find_interrupted(events: Sequence[Event]) -> ResumePoint | None:
     """The resume point of the session's last invocation, or None when it was not
     interrupted (it ended, or it waits on a human)."""
+    events = _without_failure(events)
     if not events:
         return None
     last = events[-1]
@@ -218,3 +220,18 @@ def find_interrupted(events: Sequence[Event]) -> ResumePoint | None:
         )
     # Anything else (a compaction record): the next model call.
     return ResumePoint(invocation_id, top.run_id, "model", top.author, user_content, top)
+
+
+def is_failure(event: Event) -> bool:
+    """Whether `event` is the record a failed run ended on (issue 23)."""
+    metadata = event.custom_metadata
+    return metadata is not None and FAILURE in metadata
+
+
+def _without_failure(events: Sequence[Event]) -> Sequence[Event]:
+    """The log without the failure records it ends on: a failure is where a run stopped,
+    not an answer, so the step before it is where a resume goes on."""
+    end = len(events)
+    while end and is_failure(events[end - 1]):
+        end -= 1
+    return events if end == len(events) else events[:end]
