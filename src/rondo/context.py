@@ -482,6 +482,21 @@ class InvocationContext:
         shared.resume_point = None
         return True
 
+    def finished_branches(self, parallel: BaseAgent) -> frozenset[str] | None:
+        """D1: the interrupted invocation stopped right after a branch of `parallel` finished,
+        with other branches left: the names of the finished ones (takes the resume point, so
+        the others run)."""
+        shared = self._shared
+        point = shared.resume_point
+        if (
+            point is None
+            or point.boundary != "after_agent"
+            or not any(sub.name == point.agent_name for sub in parallel.sub_agents)
+        ):
+            return None
+        shared.resume_point = None
+        return frozenset(point.done)
+
     def take_resume_point(self, agent_name: str) -> ResumePoint | None:
         """The resume point when `agent_name` is the agent that stopped there (once)."""
         shared = self._shared

@@ -159,9 +159,10 @@ class PendingCall(BaseModel):
         """The message part that skips this call: `observation` is recorded as its result."""
         return self._answer({"confirmed": True, "decision": "skip", "observation": observation})
 
-    def respond(self, result: dict[str, Any]) -> Part:
-        """The message part that delivers a long-running call's result."""
-        return self._answer(result)
+    def respond(self, result: dict[str, Any] | str) -> Part:
+        """The message part that delivers a long-running call's result; text is the result
+        `{"text": ...}` (the answer to a remote A2A agent's question is sent to it as text)."""
+        return self._answer({"text": result} if isinstance(result, str) else result)
 
 
 class Event(BaseModel):

@@ -779,7 +779,10 @@ class Runner:
         from rondo.context import InvocationContext
 
         branch = point.last.branch  # a sub-agent of a parallel agent continues on its own
-        agent = self.agent.find_agent(point.agent_name) if point.agent_name else None
+        # After an agent finished, the branch is read from the last record's author (the
+        # agent named may be a workflow that finished with it).
+        name = point.last.author if point.boundary == "after_agent" else point.agent_name
+        agent = self.agent.find_agent(name) if name else None
         if agent is None:
             agent = self._agent_to_run(session, point.user_content)
         else:

@@ -544,3 +544,138 @@ async def test_d1_a_cut_after_an_agent_inside_a_loop_runs_the_rest_of_the_loop()
     session = await service2.get_session(app_name="app", user_id="u", session_id="s")
     assert session is not None
     assert find_resume_point(session.events, session.pending, runner2.agent) is None
+
+
+def hanging() -> Any:
+    """A model response that never comes (the process dies while it is awaited)."""
+
+    async def hang(_request: Any) -> str:
+        await asyncio.Event().wait()
+        return "never"
+
+    return hang
+
+
+async def test_d1_resume_loop_cut_after_subagent_final() -> None:
+    """Issue 18: a loop whose round ends with a sequence is re-entered after that sequence
+    (it is done: the next round starts, counted from the log), and a loop that escalated
+    is done, so the sequence around it goes on."""
+    from rondo import LoopAgent, SequentialAgent
+    from rondo.tools import exit_loop
+
+    service = InMemorySessionService()
+    models = {n: ScriptedModel([f"{n}1", f"{n}2"]) for n in ("a", "x")}
+    inner = SequentialAgent(
+        name="inner", sub_agents=[Agent(name=n, model=models[n]) for n in ("a", "x")]
+    )
+    runner = Runner(
+        agent=LoopAgent(name="loop", max_iterations=2, sub_agents=[inner]),
+        app_name="app",
+        session_service=service,
+    )
+    assert [e.text for e in await run_until(runner, 2)] == ["a1", "x1"]  # round 1 done
+    resumed = [e async for e in runner.run_async(user_id="u", session_id="s")]
+    assert [(e.author, e.text) for e in resumed] == [("a", "a2"), ("x", "x2")]
+    session = await service.get_session(app_name="app", user_id="u", session_id="s")
+    assert session is not None
+    assert find_resume_point(session.events, session.pending, runner.agent) is None
+
+    service2 = InMemorySessionService()
+    after = ScriptedModel(["after"])
+    stopper = Agent(
+        name="stopper",
+        model=ScriptedModel([FunctionCall(name="exit_loop", args={}, id="x1")]),
+        tools=[exit_loop],
+    )
+    runner2 = Runner(
+        agent=SequentialAgent(
+            name="seq",
+            sub_agents=[
+                LoopAgent(name="loop", max_iterations=5, sub_agents=[stopper]),
+                Agent(name="after", model=after),
+            ],
+        ),
+        app_name="app",
+        session_service=service2,
+    )
+    seen = await run_until(runner2, 2)  # the call, then the escalating tool response
+    assert seen[-1].actions.escalate
+    rest = [e async for e in runner2.run_async(user_id="u", session_id="s")]
+    assert [(e.author, e.text) for e in rest] == [("after", "after")]
+
+
+async def test_d1_resume_parallel_cut_after_subagent_final() -> None:
+    """Issue 18: a parallel agent cut right after one branch's final answer runs the
+    branches that did not finish (not the finished one), then the workflow after it; cut
+    after its last branch finished, the workflow goes on after it."""
+    from rondo import ParallelAgent, SequentialAgent
+
+    def build(service: InMemorySessionService, models: dict[str, Any]) -> Runner:
+        fan = ParallelAgent(
+            name="fan", sub_agents=[Agent(name=n, model=models[n]) for n in ("a", "b", "c")]
+        )
+        return Runner(
+            agent=SequentialAgent(name="seq", sub_agents=[fan, Agent(name="d", model=models["d"])]),
+            app_name="app",
+            session_service=service,
+        )
+
+    service = InMemorySessionService()
+    first = {
+        "a": ScriptedModel(["a done"]),
+        "b": ScriptedModel([hanging()]),
+        "c": ScriptedModel([hanging()]),
+        "d": ScriptedModel(["never"]),
+    }
+    seen = await run_until(build(service, first), 1)  # a answered; b and c in flight
+    assert [(e.author, e.text) for e in seen] == [("a", "a done")]
+    session = await service.get_session(app_name="app", user_id="u", session_id="s")
+    assert session is not None
+    point = find_resume_point(session.events, session.pending, build(service, first).agent)
+    assert point is not None
+    assert (point.boundary, point.agent_name, point.done) == ("after_agent", "a", ("a",))
+
+    second = {n: ScriptedModel([f"{n} done"]) for n in ("a", "b", "c", "d")}
+    resumed = [e async for e in build(service, second).run_async(user_id="u", session_id="s")]
+    assert sorted((e.author, e.text) for e in resumed[:2]) == [("b", "b done"), ("c", "c done")]
+    assert [(e.author, e.text) for e in resumed[2:]] == [("d", "d done")]
+    assert second["a"].calls == 0  # finished: not run again
+    assert {e.branch for e in resumed[:2]} == {"fan.b", "fan.c"}
+    assert {e.invocation_id for e in resumed} == {seen[0].invocation_id}
+    session = await service.get_session(app_name="app", user_id="u", session_id="s")
+    assert session is not None
+    assert find_resume_point(session.events, session.pending, build(service, second).agent) is None
+
+    # Every branch finished, `d` never started: only `d` runs.
+    service2 = InMemorySessionService()
+    models = {n: ScriptedModel([f"{n} done"]) for n in ("a", "b", "c", "d")}
+    assert len(await run_until(build(service2, models), 3)) == 3
+    rest = [e async for e in build(service2, models).run_async(user_id="u", session_id="s")]
+    assert [(e.author, e.text) for e in rest] == [("d", "d done")]
+    assert [models[n].calls for n in ("a", "b", "c", "d")] == [1, 1, 1, 1]
+
+
+async def test_d1_resume_parallel_in_a_loop_cut_after_subagent_final() -> None:
+    """A loop of one parallel agent, cut after its first round: the next round runs both
+    branches, and the loop stops at max_iterations (the round counted once, not per branch)."""
+    from rondo import LoopAgent, ParallelAgent
+
+    service = InMemorySessionService()
+    models = {n: ScriptedModel([f"{n}1", f"{n}2", f"{n}3"]) for n in ("a", "b")}
+    runner = Runner(
+        agent=LoopAgent(
+            name="loop",
+            max_iterations=2,
+            sub_agents=[
+                ParallelAgent(
+                    name="fan", sub_agents=[Agent(name=n, model=models[n]) for n in ("a", "b")]
+                )
+            ],
+        ),
+        app_name="app",
+        session_service=service,
+    )
+    assert sorted(e.text for e in await run_until(runner, 2)) == ["a1", "b1"]
+    resumed = [e async for e in runner.run_async(user_id="u", session_id="s")]
+    assert sorted(e.text for e in resumed) == ["a2", "b2"]
+    assert (models["a"].calls, models["b"].calls) == (2, 2)

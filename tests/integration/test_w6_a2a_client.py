@@ -255,10 +255,21 @@ async def test_w6_a2a_sdk_sample_question_is_answered_in_the_same_task(
 ) -> None:
     url, executor = sample
     local = _root(RemoteA2AAgent(name="weather", url=url), turns=2)
-    assert [e.text for e in _remote_events(await _turn(local, "weather?"))] == ["Which city?"]
-    assert [e.text for e in _remote_events(await _turn(local, "Oslo"))] == ["Sunny in Oslo."]
+    [asked] = _remote_events(await _turn(local, "weather?"))
+    assert asked.text == "Which city?"
+    [question] = asked.get_function_calls()  # H4: the question is a call the run waits on
+    assert question.id in asked.long_running_tool_ids
+    # A plain text reply answers it too: the question's call gets that text as its answer.
+    answered, reply = _remote_events(await _turn(local, "Oslo"))
+    assert [(r.id, r.response) for r in answered.get_function_responses()] == [
+        (question.id, {"text": "Oslo"})
+    ]
+    assert reply.text == "Sunny in Oslo."
     (asked_in, _), (answered_in, _) = executor.seen
     assert asked_in == answered_in
+    session = await local.session_service.get_session(app_name="local", user_id="u", session_id="s")
+    assert session is not None
+    assert session.pending == []
 
 
 async def test_w6_a2a_failed_remote_task_is_an_error_event(

@@ -553,3 +553,32 @@ async def test_agent_tool_round_trip_over_the_wire(streaming: bool) -> None:
         "tool_use_id": "toolu_w",
         "content": '{"city": "Paris", "forecast": "sunny, 21°C"}',
     }
+
+
+async def test_v1_context_size_context_length_from_model_window_anthropic() -> None:
+    """V1: the window comes from Anthropic's Models API (`max_input_tokens`), asked once per
+    model object and only when a lifecycle consumer exists."""
+    from rondo.lifecycle import ContextSize
+
+    exchanges = Exchanges(
+        json_reply({"id": "claude-test", "type": "model", "max_input_tokens": 200_000}),
+        json_reply(message(text("one"))),
+        json_reply(message(text("two"))),
+    )
+    m = model(exchanges)
+    assert m.context_window is None
+    runner = Runner(agent=Agent(name="a", model=m), app_name="app")
+    for turn in ("hi", "again"):
+        items = [
+            e async for e in runner.stream_async(user_id="u", session_id="s", new_message=turn)
+        ]
+        [size] = [e for e in items if isinstance(e, ContextSize)]
+        assert size.context_length == 200_000
+    assert [(r.method, r.url.path) for r in exchanges.requests] == [
+        ("GET", "/v1/models/claude-test"),
+        ("POST", "/v1/messages"),
+        ("POST", "/v1/messages"),
+    ]
+    # A provider that cannot say leaves it unknown, and never fails the run.
+    failing = model(Exchanges(json_reply({"error": "nope"}, status=404)), retry=NO_WAIT)
+    assert await failing.load_context_window() is None

@@ -547,3 +547,18 @@ async def test_agent_tool_round_trip_over_the_wire(streaming: bool) -> None:
             }
         }
     ]
+
+
+async def test_v1_context_size_context_length_from_model_window_gemini() -> None:
+    """V1: the window comes from the Gemini API's model metadata (`inputTokenLimit`)."""
+    exchanges = Exchanges(
+        json_reply({"name": "models/gemini-2.5-flash", "inputTokenLimit": 1_048_576}),
+    )
+    m = model(exchanges)
+    assert await m.load_context_window() == 1_048_576
+    assert await m.load_context_window() == 1_048_576  # asked once
+    assert [(r.method, r.url.path) for r in exchanges.requests] == [
+        ("GET", "/v1/models/gemini-2.5-flash")
+    ]
+    m.context_window = 4096  # set by hand, it wins
+    assert await m.load_context_window() == 4096

@@ -6,11 +6,15 @@ data parts and become function-call / function-response parts. A text-only progr
 that the answer artifact then repeats (google-adk's and rondo's servers both send the answer
 twice: as the last history message and as the artifact) is kept once. A task that fails, is
 canceled or rejected ends the call with `RemoteAgentFailedError`; one that waits for input
-leaves its calls pending (long-running) and its task id in the session state.
+leaves its calls pending (long-running) and its task id in the session state — a question in
+text (no calls) becomes one long-running `INPUT_CALL`, so the run pauses on it like on any
+other call (H4).
 """
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -28,12 +32,16 @@ from a2a.types import (
 from rondo.a2a._parts import from_a2a_parts, long_running_ids
 from rondo.errors import RemoteAgentFailedError
 from rondo.events import Event, EventActions
-from rondo.types import Content, Part
+from rondo.types import Content, FunctionCall, Part
 
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
 
-__all__ = ["ResponseReader", "state_key"]
+__all__ = ["INPUT_CALL", "ResponseReader", "answer_text", "state_key"]
+
+# The long-running call a remote's text-only question becomes (H4): its answer is sent to
+# the remote task as text.
+INPUT_CALL = "a2a_input_required"
 
 _FAILED = {
     TaskState.TASK_STATE_FAILED: "failed",
@@ -51,6 +59,25 @@ def state_key(agent_name: str) -> str:
 
 def _text(parts: Sequence[Part]) -> str:
     return "".join(p.text for p in parts if p.text and not p.thought)
+
+
+def _is_text(event: Event) -> bool:
+    content = event.content
+    return (
+        not event.partial
+        and content is not None
+        and content.role == "model"
+        and all(p.text is not None for p in content.parts)
+    )
+
+
+def answer_text(response: dict[str, Any]) -> str:
+    """The text an answer to `INPUT_CALL` sends to the remote task: its `text` (what
+    `PendingCall.respond("...")` sets), else the answer as JSON."""
+    text = response.get("text")
+    if isinstance(text, str):
+        return text
+    return json.dumps(response, ensure_ascii=False, default=str)
 
 
 class ResponseReader:
@@ -73,6 +100,7 @@ class ResponseReader:
         self._artifacts: dict[str, list[Part]] = {}
         self._delta: dict[str, Any] | None = None
         self._waits_on_calls = False
+        self._asked = ""  # the INPUT_CALL the task waits on, when it asked in text
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -143,9 +171,29 @@ class ResponseReader:
         if status.state not in _WAITING:
             return self._message(message) if message is not None else []
         self._waits_on_calls = message is not None and bool(long_running_ids(message.parts))
-        self._want_state()
         out = self._message(message, waiting=True) if message is not None else []
-        return out or [*self._release(), self._event(None)]
+        if self._waits_on_calls:
+            self._want_state()
+            return out or [*self._release(), self._event(None)]
+        return self._ask(out or self._release())
+
+    def _ask(self, out: list[Event]) -> list[Event]:
+        """H4: the task waits on input but asked no call — a question in text. It becomes a
+        long-running call (`INPUT_CALL`, the question as its argument) on the question's
+        event, so the run pauses at any depth and the answer to it (text) goes to the task."""
+        asked = out.pop() if out and _is_text(out[-1]) else None
+        question = asked.text if asked is not None else ""
+        call_id = f"a2a-input-{uuid.uuid4().hex[:16]}"
+        self._asked = call_id
+        self._want_state()
+        call = FunctionCall(
+            name=INPUT_CALL, id=call_id, args={"question": question, "task_id": self.task_id}
+        )
+        parts = list(asked.content.parts) if asked is not None and asked.content else []
+        return [
+            *out,
+            self._event([*parts, Part(function_call=call)], long_running=frozenset({call_id})),
+        ]
 
     def _message(self, message: Message, *, waiting: bool = False) -> list[Event]:
         if message.role == Role.ROLE_USER or (message.message_id in self._seen):
@@ -211,6 +259,7 @@ class ResponseReader:
             "context_id": self.context_id or None,
             "task_id": self.task_id if waiting else None,
             "waits_on_calls": waiting and self._waits_on_calls,
+            "asked": self._asked if waiting and self._asked else None,
         }
         current = {**self._previous, **(self._delta or {})}
         if any(current.get(k) != v for k, v in wanted.items()):

@@ -6,6 +6,14 @@ message — in the A2A context it keeps in the session state, so a second turn c
 remote conversation — and turns the remote's messages, status updates and artifacts into
 events authored by itself, streaming when the card says the remote streams.
 
+A remote task that waits for input pauses the run (SPEC H3/H4) — directly, or through the
+`AgentTool` call that reached it, listed on the top session with its path: its calls are
+pending (answer them with `approve()` / `reject()` / `respond(...)`), and a question it asked
+in text is one pending long-running call `a2a_input_required` (`args["question"]`), answered
+with `pending.respond("text")`. The answer goes to the same A2A task (its task and context
+ids are kept in the session state), which continues; a plain text message answers the
+question too.
+
 Failures never raise out of the run and never hang: an unreachable remote, a bad card, a
 JSON-RPC error, a failed task or a timeout become one error event (`error_code` names the
 `RemoteAgentError` subclass, `error_message` says what happened); `get_card()` raises them.
@@ -32,12 +40,13 @@ from a2a.client import (
     ClientFactory,
 )
 from a2a.types import AgentCard, Message, Role, SendMessageRequest, StreamResponse
+from a2a.types import Part as A2APart
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, TransportProtocol
 from a2a.utils.errors import A2AError
 
 from rondo._frozen import ReadOnlyList
 from rondo.a2a._parts import to_a2a_parts
-from rondo.a2a._reader import ResponseReader, state_key
+from rondo.a2a._reader import INPUT_CALL, ResponseReader, answer_text, state_key
 from rondo.agents.base import BaseAgent, Item
 from rondo.errors import (
     AgentCardError,
@@ -52,7 +61,7 @@ if TYPE_CHECKING:
     from rondo.context import InvocationContext
     from rondo.events import Event
     from rondo.hooks import AfterAgentCallback, BeforeAgentCallback
-    from rondo.types import Content
+    from rondo.types import Content, FunctionResponse
 
 __all__ = ["RemoteA2AAgent"]
 
@@ -160,6 +169,11 @@ class RemoteA2AAgent(BaseAgent):
         card = await self.get_card()
         previous = _previous(ctx, self.name)
         message = self._outgoing(ctx, previous)
+        asked = str(previous.get("asked") or "")
+        if asked and not _answers(_latest_user_content(ctx), asked):
+            # A text message to a task that asked a question answers it: the question's call
+            # is answered by that text (it no longer waits).
+            yield self._answered(ctx, asked, _text_of(message))
         reader = ResponseReader(ctx, self.name, message.message_id, previous)
         async with self._http() as http:
             config = ClientConfig(streaming=self.streaming, httpx_client=http)
@@ -223,11 +237,17 @@ class RemoteA2AAgent(BaseAgent):
     def _outgoing(self, ctx: InvocationContext, previous: dict[str, Any]) -> Message:
         """The latest user message, in the remote context and (when it answers) task."""
         content = _latest_user_content(ctx)
-        parts = to_a2a_parts(
-            content.model_copy(
-                update={"parts": ReadOnlyList([p for p in content.parts if not p.thought])}
+        asked = str(previous.get("asked") or "")
+        answer = _answers(content, asked) if asked else None
+        if answer is not None:
+            # The answer to the task's question in text (H4) goes to the task as text.
+            parts = [A2APart(text=answer_text(dict(answer.response)))]
+        else:
+            parts = to_a2a_parts(
+                content.model_copy(
+                    update={"parts": ReadOnlyList([p for p in content.parts if not p.thought])}
+                )
             )
-        )
         if not parts:
             raise RemoteAgentError(
                 f"there is no user message to send to remote agent {self.name!r}", url=self.url
@@ -242,6 +262,14 @@ class RemoteA2AAgent(BaseAgent):
         if task_id and (answers or not previous.get("waits_on_calls")):
             message.task_id = str(task_id)
         return message
+
+    def _answered(self, ctx: InvocationContext, call_id: str, text: str) -> Event:
+        from rondo.types import Content, FunctionResponse, Part
+
+        response = FunctionResponse(name=INPUT_CALL, id=call_id, response={"text": text})
+        return ctx.new_event(
+            self.name, content=Content(role="user", parts=[Part(function_response=response)])
+        )
 
     def _error_event(self, ctx: InvocationContext, exc: RemoteAgentError) -> Event:
         return ctx.new_event(
@@ -260,6 +288,19 @@ def _ssl_context() -> ssl.SSLContext:
 def _previous(ctx: InvocationContext, name: str) -> dict[str, Any]:
     value = ctx.state.get(state_key(name))
     return dict(cast(dict[str, Any], value)) if isinstance(value, dict) else {}
+
+
+def _answers(content: Content, call_id: str) -> FunctionResponse | None:
+    """The response among `content`'s parts to the call `call_id`, if any."""
+    for part in content.parts:
+        response = part.function_response
+        if response is not None and response.id == call_id:
+            return response
+    return None
+
+
+def _text_of(message: Message) -> str:
+    return "".join(p.text for p in message.parts if p.WhichOneof("content") == "text")
 
 
 def _latest_user_content(ctx: InvocationContext) -> Content:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
@@ -35,30 +35,51 @@ def resume_start(agent: BaseAgent, ctx: InvocationContext) -> int:
 def branches_to_run(agent: BaseAgent, ctx: InvocationContext) -> list[BaseAgent]:
     """The sub-agents a parallel agent (or team) runs: all of them, or — when this invocation
     continues in one of them (D1, H3) — that one alone; the others completed in the run being
-    continued."""
+    continued. Cut right after a branch finished (D1), the branches that did not finish."""
     subs = agent.sub_agents
     if ctx.resume_target() is None:
         return subs
+    done = ctx.finished_branches(agent)
+    if done is not None:
+        return [sub for sub in subs if sub.name not in done]
     return subs[resume_start(agent, ctx) :][:1]
 
 
 def completed_rounds(agent: BaseAgent, ctx: InvocationContext) -> int:
-    """How many rounds of a loop the run being continued completed — the final responses
-    its last agent stored in this invocation or, when it continues a paused run (H3), in
-    that run (the last sub-agent, or inside a sequence there, its last agent). A pause (a
-    confirmation request, a long-running call) is not the end of a round."""
-    last = agent.sub_agents[-1]
-    while isinstance(last, SequentialAgent) and last.sub_agents:
-        last = last.sub_agents[-1]
-    names = {a.name for a in last.walk()}
+    """How many rounds of a loop the run being continued completed — the times its last
+    sub-agent finished (`completions`) in this invocation or, when it continues a paused run
+    (H3), in that run. A pause (a confirmation request, a long-running call) is not the end
+    of a round."""
     invocation_id, run_id = ctx.invocation_id, ctx.run_id
-    rounds = 0
+    events: list[Event] = []
     for event in reversed(ctx.session.events):
         if event.invocation_id != invocation_id and (not run_id or event.run_id != run_id):
             break
-        if ends_a_round(event, names):
-            rounds += 1
-    return rounds
+        events.append(event)
+    return completions(agent.sub_agents[-1], events)
+
+
+def completions(agent: BaseAgent, events: Sequence[Event]) -> int:
+    """How many times `agent` finished in `events` (one invocation's): an LLM agent (or any
+    agent that picks what runs next) by its final answers, or those of the agents it hands
+    over to; a sequence when its last sub-agent did; a parallel agent when every branch did;
+    a loop by its escalations, or its rounds over `max_iterations`."""
+    kind = order_of(agent)
+    subs = agent.sub_agents
+    if kind is None or not subs:
+        names = {a.name for a in agent.walk()}
+        return sum(1 for e in events if ends_a_round(e, names))
+    if kind == "parallel":
+        return min(completions(sub, events) for sub in subs)
+    if isinstance(agent, LoopAgent):
+        names = {a.name for a in agent.walk()}
+        escalations = sum(
+            1 for e in events if e.author in names and not e.partial and e.actions.escalate
+        )
+        limit = agent.max_iterations
+        rounds = completions(subs[-1], events) // limit if limit is not None else 0
+        return escalations + rounds
+    return completions(subs[-1], events)
 
 
 def ends_a_round(event: Event, names: set[str]) -> bool:

@@ -12,8 +12,9 @@ boundary the process died at:
   (confirmation request, structured output, transfer), then call the model.
 
 A final response, a pending call (HITL) or a user's answer to one is not an interruption —
-except a final response of an agent that a sequence runs before others (`find_resume_point`):
-the process died between the two, and the sequence goes on after it. Only reading this tail
+except a final response of an agent that a workflow (sequence, loop, parallel agent) has more
+to run after (`find_resume_point`): the process died between the two, and the workflow goes on
+after it. Only reading this tail
 costs anything, and only when a run starts with no new message.
 """
 
@@ -41,8 +42,8 @@ class ResumePoint:
     invocation_id: str
     run_id: str
     # "model": call the model; "calls": run `calls` (of `model_event`); "after_tools": the
-    # tool event `last` is stored, finish its step; "after_agent": the agent finished (its
-    # final answer is `last`), the sequence around it goes on with the next agent.
+    # tool event `last` is stored, finish its step; "after_agent": the agent finished (the
+    # last final answer in it is `last`), the workflow around it goes on after it.
     boundary: Boundary
     # The agent that was running ("" when only the user's message was stored).
     agent_name: str
@@ -51,13 +52,16 @@ class ResumePoint:
     last: Event
     model_event: Event | None = None
     calls: tuple[FunctionCall, ...] = ()
+    # "after_agent" under a parallel agent with branches left: the branches that finished
+    # (the others run on resume).
+    done: tuple[str, ...] = ()
 
 
 def find_resume_point(
     events: Sequence[Event], pending: Sequence[PendingCall], root: BaseAgent
 ) -> ResumePoint | None:
     """Where the session's last invocation stopped, if it was cut short: inside a step
-    (`find_interrupted`) or between two agents of a sequence."""
+    (`find_interrupted`) or between two agents of a workflow."""
     events = _without_failure(events)
     return find_interrupted(events) or _between_agents(events, pending, root)
 
@@ -65,11 +69,16 @@ def find_resume_point(
 def _between_agents(
     events: Sequence[Event], pending: Sequence[PendingCall], root: BaseAgent
 ) -> ResumePoint | None:
-    """The last record is an agent's final answer, and a sequence (or a sequential team)
-    around it has agents after it that never started: the run died in between, or failed
-    there — or a loop around it has a later sub-agent or round to run. Not when the run waits
-    on an answer (H3), not after an escalation (the loop's end), and not inside parallel
-    agents, whose end the log cannot tell apart from a cut."""
+    """The last record is an agent's final answer, and a workflow around it has more to run:
+    a sequence (or a sequential team) agents after it that never started, a loop a later
+    sub-agent or round (while `max_iterations` allows, and not after an escalation, the
+    loop's end), a parallel agent (or parallel team) branches that did not finish in this
+    invocation (counted from the log). The run died in between, or failed there. Not when
+    the run waits on an answer (H3).
+
+    The point names the highest agent on that path that finished (the leaf, or the
+    sequence / parallel agent / loop it completed), so the workflow around it goes on after
+    it; under a parallel agent, `done` names the branches that finished."""
     if not events:
         return None
     last = events[-1]
@@ -84,50 +93,49 @@ def _between_agents(
         return None
     if any(p.run_id == last.run_id for p in pending):
         return None
-    from rondo.agents.workflow import LoopAgent, order_of
+    from rondo.agents.workflow import LoopAgent, completions, order_of
 
     agent = root.find_agent(last.author)
     if agent is None:
         return None
+    mine = [e for e in events if e.invocation_id == last.invocation_id]
+    done_node = node = agent
+    done: tuple[str, ...] = ()
     more = False
-    node = agent
     while (parent := node.parent_agent) is not None and (kind := order_of(parent)) is not None:
-        if kind != "sequence":
-            return None
         if isinstance(parent, LoopAgent):
-            if last.actions.escalate:
-                return None  # the loop ended there (exit_loop); its end is not a cut
-            more = more or _loop_goes_on(parent, node, events, last)
+            # An escalation ends every loop it passes through (each sees the event).
+            limit = parent.max_iterations
+            more = not last.actions.escalate and (
+                parent.sub_agents[-1] is not node
+                or limit is None
+                or completions(node, mine) < limit
+            )
+        elif kind == "parallel":
+            count = completions(node, mine)
+            finished = tuple(
+                s.name for s in parent.sub_agents if s is node or completions(s, mine) >= count
+            )
+            more = len(finished) < len(parent.sub_agents)
+            if more:
+                done = finished
         else:
-            more = more or parent.sub_agents[-1] is not node
-        node = parent
+            more = parent.sub_agents[-1] is not node
+        if more:
+            break
+        done_node = node = parent
     if not more:
         return None
     user_content = _opening_message(events, _invocation_start(events, last.invocation_id))
     return ResumePoint(
-        last.invocation_id, last.run_id, "after_agent", agent.name, user_content, last
+        last.invocation_id,
+        last.run_id,
+        "after_agent",
+        done_node.name,
+        user_content,
+        last,
+        done=done,
     )
-
-
-def _loop_goes_on(loop: BaseAgent, node: BaseAgent, events: Sequence[Event], last: Event) -> bool:
-    """Whether `loop` runs more after `node` finished: a later sub-agent in this round, or
-    another round while `max_iterations` allows (rounds counted as `completed_rounds` does:
-    final answers of its last sub-agent in this invocation)."""
-    if loop.sub_agents[-1] is not node:
-        return True
-    limit: int | None = getattr(loop, "max_iterations", None)
-    if limit is None:
-        return True
-    from rondo.agents.workflow import ends_a_round
-
-    names = {a.name for a in node.walk()}
-    rounds = 0
-    for event in reversed(events):
-        if event.invocation_id != last.invocation_id:
-            break
-        if ends_a_round(event, names):
-            rounds += 1
-    return rounds < limit
 
 
 def _opening_message(events: Sequence[Event], start: int) -> Content | None:

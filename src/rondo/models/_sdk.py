@@ -28,8 +28,31 @@ class SdkModel(abc.ABC, Generic[ClientT]):
     _clients: PerLoop[ClientT] | None
     _shared: ClientT | None
 
+    # V1: the model's context window in tokens (None: not known). Set it to override;
+    # otherwise `load_context_window()` asks the provider once (`_fetch_context_window`).
+    context_window: int | None = None
+    _window_asked: bool = False
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+    async def load_context_window(self) -> int | None:
+        """The context window: as set, or as the provider's model metadata says (asked once
+        per model object; a failed or unanswered ask is None, never an error)."""
+        if self.context_window is not None or self._window_asked:
+            return self.context_window
+        self._window_asked = True
+        try:
+            window = await self._fetch_context_window()
+        except Exception:  # an optional figure: its absence never fails a run
+            window = None
+        if window is not None and window > 0:
+            self.context_window = window
+        return self.context_window
+
+    async def _fetch_context_window(self) -> int | None:
+        """The provider's figure for this model's input window (None: it has none)."""
+        return None
 
     def _client(self) -> ClientT:
         if self._shared is not None:

@@ -135,6 +135,11 @@ class AnthropicModel(SdkModel[AsyncAnthropic]):
 
     provider = "anthropic"
 
+    async def _fetch_context_window(self) -> int | None:
+        # Anthropic's Models API says each model's input window (`max_input_tokens`).
+        info = await self._client().models.retrieve(self.name)
+        return info.max_input_tokens
+
     async def _close_client(self, client: AsyncAnthropic) -> None:
         await client.close()
 

@@ -156,6 +156,11 @@ class GeminiModel(SdkModel[genai.Client]):
     async def _close_client(self, client: genai.Client) -> None:
         await client.aio.aclose()
 
+    async def _fetch_context_window(self) -> int | None:
+        # The Gemini API's model metadata says each model's input window.
+        info = await self._client().aio.models.get(model=self.name)
+        return info.input_token_limit
+
     @staticmethod
     def _is_transient(exc: BaseException) -> bool:
         return _is_transient_error(exc)

@@ -318,6 +318,8 @@ class LocalModel:
             raise ModelNotFoundError(f"no GGUF model file at {self.path}")
         self.name = name or self.path.stem
         self.n_ctx = n_ctx
+        # V1: the window ContextSize reports — what llama.cpp is given (at least its minimum).
+        self.context_window: int | None = max(n_ctx, _MIN_CTX)
         self.n_threads = n_threads
         self.max_output_tokens = max_output_tokens
         self.answer_after_tool = answer_after_tool

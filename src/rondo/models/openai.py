@@ -50,6 +50,37 @@ T = TypeVar("T")
 _PLACEHOLDER_KEY = "not-needed"
 
 
+# V1: OpenAI's models API says nothing of context windows, and no maintained package has
+# them (genai-prices has prices only), so this small table of model families — the input
+# window OpenAI's model pages state — is the source; the longest matching prefix wins, and a
+# name it does not know (another server's model) has no window. Set `context_window` to
+# override. Checked against platform.openai.com/docs/models, 2026-12.
+_CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
+    ("gpt-5-chat", 128_000),
+    ("gpt-5", 400_000),
+    ("gpt-4.1", 1_047_576),
+    ("gpt-4o", 128_000),
+    ("chatgpt-4o", 128_000),
+    ("gpt-4-turbo", 128_000),
+    ("gpt-4", 8_192),
+    ("gpt-3.5-turbo", 16_385),
+    ("o1-mini", 128_000),
+    ("o1-preview", 128_000),
+    ("o1", 200_000),
+    ("o3", 200_000),
+    ("o4-mini", 200_000),
+)
+
+
+def openai_context_window(name: str) -> int | None:
+    """The context window of an OpenAI model family (`_CONTEXT_WINDOWS`), or None."""
+    best: tuple[str, int] | None = None
+    for prefix, window in _CONTEXT_WINDOWS:
+        if name.startswith(prefix) and (best is None or len(prefix) > len(best[0])):
+            best = (prefix, window)
+    return best[1] if best is not None else None
+
+
 def _given(value: T | None) -> T | Omit:
     return omit if value is None else value
 
@@ -84,6 +115,7 @@ class OpenAIModel(SdkModel[AsyncOpenAI]):
         send_cache_key: bool | None = None,
     ) -> None:
         self.name = name
+        self.context_window = openai_context_window(name)
         self.retry = retry or RetryPolicy()
         self.stream_usage = stream_usage
         self.capabilities = capabilities or ModelCapabilities(

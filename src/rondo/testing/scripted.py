@@ -32,7 +32,8 @@ class ScriptedModel:
     response with those calls); a list of `ModelResponse` chunks (a stream — if the last chunk
     is partial the library's aggregator builds the final aggregate; with `stream=False` only
     the aggregate is returned); an `Exception` (raised); or a callable `(request) -> item`,
-    sync or async. `.requests` records every request.
+    sync or async. `.requests` records every request. `context_window` is the window
+    `ContextSize.context_length` reports.
     """
 
     def __init__(
@@ -41,8 +42,11 @@ class ScriptedModel:
         *,
         name: str = "scripted",
         capabilities: ModelCapabilities | dict[str, Any] | None = None,
+        context_window: int | None = None,
     ) -> None:
         self.name = name
+        # V1: the window `ContextSize.context_length` reports (None: not known).
+        self.context_window = context_window
         self.script: list[ScriptItem] = list(script)
         self.requests: list[ModelRequest] = []
         self.stream_flags: list[bool] = []

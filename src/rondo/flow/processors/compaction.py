@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import TYPE_CHECKING, cast
 
 from rondo.lifecycle import ContextSize
 from rondo.models.base import ModelRequest
@@ -27,8 +27,16 @@ def compaction_processor(
     return _compact(flow, ctx, config)
 
 
-def _context_length(flow: Flow) -> int | None:
-    window = getattr(flow.model, "context_window", None)
+async def _context_length(flow: Flow) -> int | None:
+    """V1: the model's context window when it knows it — its `context_window`, or what its
+    `load_context_window()` asks the provider (once per model object; only reached when a
+    consumer of the lifecycle stream exists, so the record path never pays for it)."""
+    model = flow.model
+    window = getattr(model, "context_window", None)
+    if window is None:
+        load = getattr(model, "load_context_window", None)
+        if callable(load):
+            window = await cast(Callable[[], Awaitable[int | None]], load)()
     return window if isinstance(window, int) and not isinstance(window, bool) else None
 
 
@@ -38,7 +46,7 @@ async def _size(flow: Flow, ctx: InvocationContext) -> AsyncGenerator[Item, None
     now = estimate_context(ctx.session.events, ctx.branch, ctx.isolation_scope)
     yield ContextSize(
         **ctx.correlation(),
-        context_length=_context_length(flow),
+        context_length=await _context_length(flow),
         message_count=now.message_count,
         token_count=now.tokens,
     )
@@ -63,7 +71,7 @@ async def _compact(
     after = estimate_context(ctx.session.events, ctx.branch, ctx.isolation_scope)
     yield ContextSize(
         **ctx.correlation(),
-        context_length=_context_length(flow),
+        context_length=await _context_length(flow),
         message_count=after.message_count,
         token_count=after.tokens,
         compressed=compressed,

@@ -99,9 +99,10 @@ class RunFooter {
 const VIEWS = { user: MessageView, agent: MessageView, error: ErrorView, plan: PlanView, run: RunFooter };
 
 export class ChatView {
-  constructor({ onDecide, actions = undefined }) {
+  constructor({ onDecide, actions = undefined, children = undefined }) {
     this.onDecide = onDecide;
     this.actions = actions;
+    this.children = children; // a tool card's child sessions (nested_sessions.js)
     this.list = h("div", { class: "chat-list", role: "log", "aria-live": "polite" });
     this.empty = h("div", { class: "chat-empty" });
     this.el = h("div", { class: "chat-scroll" }, this.empty, this.list);
@@ -133,11 +134,16 @@ export class ChatView {
   add(item) {
     const follow = this.nearBottom();
     const View = item.kind === "tool" ? null : VIEWS[item.kind];
-    const view = View ? new View(item, this.actions) : new ToolCard(item, { onDecide: this.onDecide });
+    const view = View ? new View(item, this.actions) : new ToolCard(item, { onDecide: this.onDecide, children: this.children });
     this.views.set(item.key, view);
     this.list.append(view.el);
     this.refreshEmpty();
     if (follow) this.follow();
+  }
+
+  /** Render the tool cards again (the sessions they link to changed). */
+  refreshToolCards() {
+    for (const view of this.views.values()) if (view instanceof ToolCard) view.update(view.item);
   }
 
   change(item) {

@@ -10,6 +10,7 @@ import { askCredentials, Toasts } from "./dialogs.js";
 import { h, replace } from "./dom.js";
 import { Header } from "./header.js";
 import { Inspector } from "./inspector.js";
+import { childSessionIds } from "./nested_sessions.js";
 import { lifecycleFromRecords } from "./records_lifecycle.js";
 import { MessageActions, RunControl } from "./run_control.js";
 import { SessionsView, titles } from "./sessions_view.js";
@@ -54,7 +55,12 @@ class App {
       onDelete: (id) => this.deleteSession(id),
       titleKey: (id) => this.key(id),
     });
-    this.chat = new ChatView({ onDecide: (card, decision, note) => this.decide(card, decision, note), actions: (item) => actions.for(item) });
+    this.sessionIds = []; // the app's sessions: a tool card links to the ones its call ran
+    this.chat = new ChatView({
+      onDecide: (card, decision, note) => this.decide(card, decision, note),
+      actions: (item) => actions.for(item),
+      children: (item) => childSessionIds(this.sessionIds, this.sessionId, item.callId).map((id) => ({ id, href: routeOf(this.app, id) })),
+    });
     this.composer = new Composer({ onSend: (text) => this.send(text), onStop: () => this.stop() });
     this.inspector = new Inspector({ loadArtifact: (name, version) => this.loadArtifact(name, version) });
     this.chatTitle = h("div", { class: "chat-title" });
@@ -225,7 +231,11 @@ class App {
     const app = this.app;
     try {
       const sessions = (await this.api.listSessions(app, this.user)) || [];
-      if (app === this.app) this.sessions.show(sessions, this.sessionId);
+      if (app === this.app) {
+        this.sessions.show(sessions, this.sessionId);
+        this.sessionIds = sessions.map((s) => s.id);
+        this.chat.refreshToolCards();
+      }
       this.fetchTitles(app, sessions);
     } catch (error) {
       this.toasts.error(error.message, "Could not list the sessions");

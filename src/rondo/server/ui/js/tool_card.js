@@ -4,6 +4,7 @@
 
 import { formatDuration, h, icon, replace } from "./dom.js";
 import { jsonView, preview } from "./json_view.js";
+import { childSessionsSection } from "./nested_sessions.js";
 
 const STATUS = {
   running: ["Running", "st-running"],
@@ -25,8 +26,10 @@ const DECISIONS = {
 
 export class ToolCard {
   /** `onDecide(card, decision, note)` sends a decision and resolves when its run ends. */
-  constructor(item, { onDecide }) {
+  /** `children(item)` lists the sessions the call ran an agent in ([{id, href}]). */
+  constructor(item, { onDecide, children = undefined }) {
     this.onDecide = onDecide;
+    this.children = children;
     this.summary = h("span", { class: "tool-summary" });
     this.status = h("span", { class: "badge" });
     this.duration = h("span", { class: "tool-duration" });
@@ -67,6 +70,8 @@ export class ToolCard {
       io.push(section(item.status === "rejected" ? "Recorded result" : "Result", jsonView(item.result, { open: 3 })));
     }
     const out = [h("div", { class: "tool-io" }, io)];
+    const nested = this.children ? childSessionsSection(this.children(item)) : null;
+    if (nested) out.push(nested);
     if (item.progress?.length) {
       const shown = item.progress.slice(-20).map((chunk) => h("li", {}, preview(chunk, 200)));
       out.push(section(`Progress · ${item.progress.length}`, h("ol", { class: "tool-progress", start: Math.max(1, item.progress.length - 19) }, shown)));
