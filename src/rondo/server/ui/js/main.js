@@ -349,6 +349,11 @@ class App {
       try {
         body.result = JSON.parse(note);
       } catch {
+        // A remote agent's question (A2A input-required) is answered in words, as
+        // `PendingCall.respond("…")` does; any other result must be JSON.
+        if (card.name === "a2a_input_required" && note.trim()) body.result = { text: note.trim() };
+      }
+      if (body.result === undefined) {
         this.toasts.error(`Approving ${card.name} delivers its result: type it as JSON first, e.g. {"status": "done"}.`, "Not sent");
         return;
       }
