@@ -16,16 +16,13 @@ import importlib.util
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from fastapi import APIRouter, HTTPException, Response
+from fastapi import APIRouter, Response
 
-from rondo.agents.llm import Agent
-from rondo.errors import ConfigurationError
 from rondo.events import Event
 from rondo.lifecycle import ReasonDelta, ReasonEnd
-from rondo.models.base import DEFAULT_INPUT_TYPES, model_capabilities
 from rondo.run_config import RunConfig
-from rondo.runner import Runner
 from rondo.server.errors import BadRequestError, stream_error
+from rondo.server.files import MAX_FILE_BYTES, check_files
 from rondo.server.runs import DetachedRun, RunRequest, launch, start_run
 from rondo.server.state import ServerState
 from rondo.server.streams import Frames, dumps, event_stream, sse
@@ -86,10 +83,8 @@ async def start_front_run(
 ) -> FrontRun:
     """Check and claim the session as every run route does, then set the run's config.
 
-    Files in `message` are checked (size, type) and saved as the session's artifacts; the
-    stored message refers to them (`RunConfig.save_input_blobs_as_artifacts`)."""
-    if message is not None:
-        check_files(message, await state.apps.runner(app_name))
+    Files in `message` are checked (size, type, `start_run`) and saved as the session's
+    artifacts; the stored message refers to them (`RunConfig.save_input_blobs_as_artifacts`)."""
     body = RunAgentRequest(
         app_name=app_name,
         user_id=user_id,
@@ -104,53 +99,6 @@ async def start_front_run(
         save_input_blobs_as_artifacts=True,
     )
     return run
-
-
-# The largest file a message may carry: a request body of `DEFAULT_MAX_BODY_BYTES` holds
-# about this much once base64-encoded.
-MAX_FILE_BYTES = 7 * 1024 * 1024
-
-
-def _accepts(types: Sequence[str], mime_type: str) -> bool:
-    family = mime_type.split("/", 1)[0] + "/*"
-    return mime_type in types or family in types
-
-
-def _input_types(runner: Runner) -> tuple[str, ...]:
-    agent = runner.agent
-    if not isinstance(agent, Agent):
-        return DEFAULT_INPUT_TYPES
-    try:
-        return model_capabilities(agent.canonical_model).input_types
-    except ConfigurationError:
-        return DEFAULT_INPUT_TYPES
-
-
-def check_files(message: Content, runner: Runner) -> None:
-    """Refuse a file over `MAX_FILE_BYTES` (413) or of a type the app's model does not take
-    (415), before anything runs."""
-    types: tuple[str, ...] | None = None
-    for part in message.parts:
-        blob = part.inline_data
-        mime_type = blob.mime_type if blob is not None else None
-        if blob is not None and len(blob.data) > MAX_FILE_BYTES:
-            name = blob.display_name or "a file"
-            raise HTTPException(
-                413,
-                detail=f"{name} is {len(blob.data)} bytes: a file may have at most "
-                f"{MAX_FILE_BYTES} bytes",
-            )
-        if mime_type is None and part.file_data is not None:
-            mime_type = part.file_data.mime_type
-        if mime_type is None:
-            continue
-        types = types or _input_types(runner)
-        if not _accepts(types, mime_type):
-            raise HTTPException(
-                415,
-                detail=f"the app's model does not take {mime_type} files (it takes "
-                f"{', '.join(types)}); the file was not sent",
-            )
 
 
 async def stream_run(

@@ -50,6 +50,7 @@ from rondo.run_config import RunConfig
 from rondo.runner import Runner
 from rondo.server.auth import authorize, check_shared_state
 from rondo.server.errors import BadRequestError, NotFoundError
+from rondo.server.files import check_files, has_files
 from rondo.server.frames import Format, FrameId, Numbering
 from rondo.server.multitask import Multitask, take_with
 from rondo.server.streams import REFUSALS, dumps, event_stream
@@ -139,6 +140,10 @@ async def start_run(
     authorize(who, body.user_id)
     check_shared_state(who, body.state_delta)
     runner = await state.apps.runner(body.app_name)
+    if message is None and body.new_message is not None:
+        message = body.new_message.to_content()
+    if message is not None and has_files(message):
+        check_files(message, runner)  # refused before the session is claimed
     store = state.sessions
     # On a shared store the claim checks that the session exists, in the same statement.
     if not store.shared:
@@ -156,8 +161,10 @@ async def start_run(
         release = await state.claims.take(*key)
     else:
         release = await take_with(state, key, multitask)
-    if message is None and body.new_message is not None:
-        message = body.new_message.to_content()
+    config = _STREAMING if body.streaming else _PLAIN
+    options = body.run_config
+    if options is not None and options.save_input_blobs_as_artifacts:
+        config = config.model_copy(update={"save_input_blobs_as_artifacts": True})
     return RunRequest(
         runner=runner,
         app_name=body.app_name,
@@ -165,7 +172,7 @@ async def start_run(
         session_id=body.session_id,
         message=message,
         state_delta=body.state_delta,
-        config=_STREAMING if body.streaming else _PLAIN,
+        config=config,
         release=release,
         on_disconnect=getattr(body, "on_disconnect", "continue"),
     )

@@ -38,6 +38,7 @@ __all__ = [
     "ArtifactVersion",
     "CreateSessionRequest",
     "RunAgentRequest",
+    "RunOptions",
     "SaveArtifactRequest",
     "UpdateSessionRequest",
     "WireContent",
@@ -216,6 +217,17 @@ class _Body(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
 
+class RunOptions(_Body):
+    """The run options a run request may set."""
+
+    save_input_blobs_as_artifacts: bool = Field(
+        default=False,
+        description="Save the message's files as the session's artifacts; the stored message "
+        "refers to them, and the model still sees each file (seed 000's "
+        "SaveInputBlobsAsArtifacts).",
+    )
+
+
 class RunAgentRequest(_Body):
     """The body of `/run`, `/run_sse` and `/run_lifecycle` (ADK's `RunAgentRequest`)."""
 
@@ -238,6 +250,11 @@ class RunAgentRequest(_Body):
     function_call_event_id: str | None = None
     invocation_id: str | None = None
     custom_metadata: dict[str, Any] | None = None
+    run_config: RunOptions | None = Field(
+        default=None,
+        description="rondo's run options, named as google-adk's RunConfig fields (ADK's own "
+        "route has none; ADK clients do not send it).",
+    )
 
 
 class CreateSessionRequest(_Body):
