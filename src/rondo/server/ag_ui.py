@@ -403,5 +403,12 @@ async def ag_ui_run(app_name: str, body: RunAgentInput, request: Request) -> Res
         message=message,
         state_delta=delta,
         extra_tools=_client_tools(body),
+        multitask=_forwarded(body, "multitask"),
     )
     return await stream_run(state, run, projection.frames, projection.error)
+
+
+def _forwarded(body: RunAgentInput, key: str) -> object:
+    """One of `forwardedProps`' keys (AG-UI's place for what a client adds to a run)."""
+    props: object = body.forwarded_props
+    return cast("dict[str, object]", props).get(key) if isinstance(props, dict) else None

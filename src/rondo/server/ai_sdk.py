@@ -83,6 +83,11 @@ class ChatRequest(BaseModel):
     tools: list[ClientToolSpec] = Field(
         default_factory=list[ClientToolSpec], description="Client-side tools the model may call."
     )
+    multitask: str | None = Field(
+        default=None,
+        description="What this message does on a busy session: reject (409), enqueue, "
+        "interrupt or rollback (useChat's `body` option sends it).",
+    )
 
 
 def _chunk(value: dict[str, Any]) -> bytes:
@@ -334,5 +339,6 @@ async def ai_sdk_chat(app_name: str, body: ChatRequest, request: Request) -> Res
         session_id=body.id,
         message=message,
         extra_tools=tools,
+        multitask=body.multitask,
     )
     return await stream_run(state, run, projection.frames, projection.error, headers=HEADERS)

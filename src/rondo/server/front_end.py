@@ -23,10 +23,10 @@ from rondo.lifecycle import ReasonDelta, ReasonEnd
 from rondo.run_config import RunConfig
 from rondo.server.errors import BadRequestError, stream_error
 from rondo.server.files import MAX_FILE_BYTES, check_files
-from rondo.server.runs import DetachedRun, RunRequest, launch, start_run
+from rondo.server.multitask import MULTITASKS, Multitask
+from rondo.server.runs import DetachedRun, DetachedRunRequest, RunRequest, launch, start_run
 from rondo.server.state import ServerState
 from rondo.server.streams import Frames, dumps, event_stream, sse
-from rondo.server.wire import RunAgentRequest
 from rondo.sessions.base import TEMP_PREFIX, Session
 from rondo.types import Content
 
@@ -40,12 +40,28 @@ __all__ = [
     "decode_base64",
     "json_patch",
     "lifecycle",
+    "multitask_of",
     "open_session",
     "routers",
     "start_front_run",
     "state_changes",
     "stream_run",
 ]
+
+
+def multitask_of(value: object) -> Multitask:
+    """A protocol's `multitask` field (None: the default, `reject`), or a 400 naming the
+    values it may take."""
+    if value is None:
+        return "reject"
+    for name in MULTITASKS:
+        if value == name:
+            return name
+    raise BadRequestError(
+        f"multitask must be one of {', '.join(MULTITASKS)} (what a message on a busy session "
+        f"does), got {value!r}"
+    )
+
 
 # The user of a request on a server without tokens: these protocols name no user.
 DEFAULT_USER = "user"
@@ -80,17 +96,21 @@ async def start_front_run(
     state_delta: Mapping[str, Any] | None = None,
     extra_tools: Sequence[Any] = (),
     streaming: bool = True,
+    multitask: object = None,
 ) -> FrontRun:
     """Check and claim the session as every run route does, then set the run's config.
 
     Files in `message` are checked (size, type, `start_run`) and saved as the session's
-    artifacts; the stored message refers to them (`RunConfig.save_input_blobs_as_artifacts`)."""
-    body = RunAgentRequest(
+    artifacts; the stored message refers to them (`RunConfig.save_input_blobs_as_artifacts`).
+    `multitask` is what a message on a busy session does, as on the native routes (W7):
+    each protocol carries it in a field of its own (`multitask_of` checks it)."""
+    body = DetachedRunRequest(
         app_name=app_name,
         user_id=user_id,
         session_id=session_id,
         streaming=streaming,
         state_delta=dict(state_delta) if state_delta else None,
+        multitask=multitask_of(multitask),
     )
     run = await start_run(state, who, body, message=message)
     run.config = RunConfig(

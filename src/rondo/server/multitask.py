@@ -29,9 +29,10 @@ from rondo.sessions.run_log import runs_of
 if TYPE_CHECKING:
     from rondo.server.state import ServerState
 
-__all__ = ["POLL", "Multitask", "take_with"]
+__all__ = ["MULTITASKS", "POLL", "Multitask", "take_with"]
 
 Multitask = Literal["reject", "enqueue", "interrupt", "rollback"]
+MULTITASKS: tuple[Multitask, ...] = ("reject", "enqueue", "interrupt", "rollback")
 
 POLL = 0.2
 

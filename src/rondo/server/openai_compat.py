@@ -326,6 +326,7 @@ async def _start(
         session_id=session_id,
         message=Content(role="user", parts=parts),
         streaming=body.stream,
+        multitask=(body.metadata or {}).get("multitask"),
     )
     return run, projection
 
