@@ -70,18 +70,12 @@ class _Guardrail:
     def label(self) -> str:
         return self.name or getattr(self.guardrail_function, "__name__", "guardrail")
 
-    async def trip(self, args: tuple[Any, ...]) -> tuple[Any, GuardrailFunctionOutput] | None:
-        """(this guardrail, its verdict) when it trips on `args`, else None."""
-        result: Any = self.guardrail_function(*args)
-        if type(result) is not GuardrailFunctionOutput:
-            result = await self._verdict(result)  # a sync one returning the output: no call
-        return (self, result) if result.tripwire_triggered else None
-
     async def run(self, *args: Any) -> GuardrailFunctionOutput:
         """Call the function (sync or async) and read its verdict."""
-        return await self._verdict(self.guardrail_function(*args))
+        return await self.read(self.guardrail_function(*args))
 
-    async def _verdict(self, result: Any) -> GuardrailFunctionOutput:
+    async def read(self, result: Any) -> GuardrailFunctionOutput:
+        """The verdict in what the function returned (awaited first when it is async)."""
         if isinstance(result, Awaitable):
             result = await cast(Awaitable[Any], result)
         if isinstance(result, GuardrailFunctionOutput):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -59,15 +60,17 @@ def _jsonable(value: Any) -> Any:
 # -- guardrails ----------------------------------------------------------------------------
 
 
-async def _first_trip(
-    guardrails: Sequence[Any], args: tuple[Any, ...]
+async def _settle(
+    first: Any, rest: Sequence[Any], verdict: Any, args: tuple[Any, ...]
 ) -> tuple[Any, GuardrailFunctionOutput] | None:
-    """Run several guardrails at once; the first tripped one in list order, if any. (One
-    guardrail is awaited directly by the callers: a call less on every check.)"""
-    verdicts = await asyncio.gather(*(g.run(*args) for g in guardrails))
-    for guardrail, verdict in zip(guardrails, verdicts, strict=True):
-        if verdict.tripwire_triggered:
-            return guardrail, verdict
+    """The slow path of a check: `first`'s answer `verdict` read (awaited, or a bool) and the
+    `rest` run at once; the first tripped guardrail in list order, if any. (The callers take
+    the fast path themselves — one sync guardrail answering a verdict — so that a configured
+    guardrail costs its own call and nothing more: issue 24 item 7.)"""
+    verdicts = await asyncio.gather(first.read(verdict), *(g.run(*args) for g in rest))
+    for guardrail, answer in zip((first, *rest), verdicts, strict=True):
+        if answer.tripwire_triggered:
+            return guardrail, answer
     return None
 
 
@@ -95,9 +98,12 @@ async def check_input(agent: Agent, ctx: InvocationContext) -> GuardrailTripped 
         return None  # only answers to paused calls: not a new input
     guardrails = agent.input_guardrails
     args = (ReadonlyContext(ctx), agent, message)
-    trip = await (
-        guardrails[0].trip(args) if len(guardrails) == 1 else _first_trip(guardrails, args)
-    )
+    first, *rest = guardrails
+    verdict = first.guardrail_function(*args)
+    if rest or type(verdict) is not GuardrailFunctionOutput:
+        trip = await _settle(first, rest, verdict, args)
+    else:
+        trip = (first, verdict) if verdict.tripwire_triggered else None
     return None if trip is None else _tripped(trip[0], trip[1], "the user's message")
 
 
@@ -111,9 +117,12 @@ async def check_output(
         return None
     guardrails = agent.output_guardrails
     args = (ReadonlyContext(ctx), agent, content)
-    trip = await (
-        guardrails[0].trip(args) if len(guardrails) == 1 else _first_trip(guardrails, args)
-    )
+    first, *rest = guardrails
+    verdict = first.guardrail_function(*args)
+    if rest or type(verdict) is not GuardrailFunctionOutput:
+        trip = await _settle(first, rest, verdict, args)
+    else:
+        trip = (first, verdict) if verdict.tripwire_triggered else None
     if trip is None:
         return None
     exc = _tripped(trip[0], trip[1], f"the answer of agent {agent.name!r}")
@@ -134,9 +143,12 @@ async def check_tool_input(
     error response that answers the call instead."""
     guardrails = agent.tool_input_guardrails
     checked = (tctx, tool, args)
-    trip = await (
-        guardrails[0].trip(checked) if len(guardrails) == 1 else _first_trip(guardrails, checked)
-    )
+    first, *rest = guardrails
+    verdict = first.guardrail_function(*checked)
+    if rest or type(verdict) is not GuardrailFunctionOutput:
+        trip = await _settle(first, rest, verdict, checked)
+    else:
+        trip = (first, verdict) if verdict.tripwire_triggered else None
     if trip is None:
         return None
     return _tool_blocked(tctx, tool, _tripped(trip[0], trip[1], f"a call to {tool.name!r}"))
@@ -149,9 +161,12 @@ async def check_tool_output(
     error response the model sees instead."""
     guardrails = agent.tool_output_guardrails
     checked = (tctx, tool, args, result)
-    trip = await (
-        guardrails[0].trip(checked) if len(guardrails) == 1 else _first_trip(guardrails, checked)
-    )
+    first, *rest = guardrails
+    verdict = first.guardrail_function(*checked)
+    if rest or type(verdict) is not GuardrailFunctionOutput:
+        trip = await _settle(first, rest, verdict, checked)
+    else:
+        trip = (first, verdict) if verdict.tripwire_triggered else None
     if trip is None:
         return None
     return _tool_blocked(tctx, tool, _tripped(trip[0], trip[1], f"the result of {tool.name!r}"))
@@ -241,6 +256,7 @@ class RunGuard:
         "budget",
         "cost",
         "last_call",
+        "limits",
         "model_calls",
         "prior",
         "reported",
@@ -252,7 +268,19 @@ class RunGuard:
     )
 
     def __init__(self, config: RunConfig, events: Sequence[Event]) -> None:
-        self.budget = config.budget
+        self.budget = budget = config.budget
+        # The run's model-side limits as numbers (inf: not set), so the check before each
+        # model call is comparisons; `_over` runs only to say which one was reached.
+        inf = math.inf
+        self.limits = (
+            (
+                inf if budget.model_calls is None else budget.model_calls,
+                inf if budget.total_tokens is None else budget.total_tokens,
+                inf if budget.cost_usd is None else budget.cost_usd,
+            )
+            if budget is not None
+            else None
+        )
         self.session_budget = session = config.session_budget
         self.started = time.monotonic()
         # Real model calls (counted at the model boundary), tool calls started, tokens, and
@@ -270,25 +298,20 @@ class RunGuard:
         cost = self.cost
         self.cost = None if cost is None or usage.cost_usd is None else cost + usage.cost_usd
 
-    def _wall(self) -> BudgetExceeded | None:
-        budget = self.budget
-        if budget is None or budget.wall_time is None:
-            return None
-        elapsed = time.monotonic() - self.started
-        if elapsed < budget.wall_time:
-            return None
-        return _exceeded("wall_time", budget.wall_time, round(elapsed, 3), "run")
-
     def before_model(self) -> BudgetExceeded | None:
         """The reason not to make another model call, if a budget says so."""
         calls = self.model_calls
         # A call that reported no usage has no price either: the spend is unknown.
         cost = self.cost if self.reported >= calls else None
-        budget = self.budget
-        if budget is not None:
-            stop = _over(budget, calls, self.tokens, cost, "run")
-            if stop is not None:
-                return stop
+        budget, limits = self.budget, self.limits
+        if budget is not None and limits is not None:
+            call_limit, token_limit, cost_limit = limits
+            if (
+                calls >= call_limit
+                or self.tokens >= token_limit
+                or (cost_limit != math.inf and (cost is None or cost >= cost_limit))
+            ):
+                return _over(budget, calls, self.tokens, cost, "run")
             if budget.wall_time is not None:
                 elapsed = time.monotonic() - self.started
                 if elapsed >= budget.wall_time:
@@ -310,7 +333,11 @@ class RunGuard:
         is refused, the calls after it in the step are refused too: the run ends here."""
         refused: dict[str, Any] = {}
         budget, session = self.budget, self.session_budget
-        stop = self._wall() if budget is not None and budget.wall_time is not None else None
+        stop: BudgetExceeded | None = None
+        if budget is not None and budget.wall_time is not None:
+            elapsed = time.monotonic() - self.started
+            if elapsed >= budget.wall_time:
+                stop = _exceeded("wall_time", budget.wall_time, round(elapsed, 3), "run")
         for call in calls:
             if stop is None and budget is not None and budget.repeated_calls is not None:
                 # Solon's StopLoop: the same tool with the same arguments, again and again
