@@ -656,7 +656,7 @@ class Runner:
         record = ctx.new_event(
             author,
             error_code=type(exc).__name__,
-            error_message=(str(exc) or type(exc).__name__)[:2000],
+            error_message=_failure_message(exc),
             custom_metadata={FAILURE: True},
         )
         try:
@@ -919,6 +919,15 @@ class Runner:
             if agent is not None and _may_transfer_back(agent):
                 return agent
         return root
+
+
+def _failure_message(exc: Exception) -> str:
+    """What the log keeps of a failure, for whoever reads the session: rondo's own message
+    (written for users: a provider's status, which budget), else the type only — another
+    exception's text may hold paths, hosts or secrets, and the raise carries it whole."""
+    if isinstance(exc, RondoError):
+        return (str(exc) or type(exc).__name__)[:2000]
+    return f"the run failed with {type(exc).__name__} (the application's log has the details)"
 
 
 def _noop() -> None:

@@ -138,6 +138,22 @@ def test_w4_a_reload_and_a_new_tab_show_what_the_live_view_showed(
         context.close()
 
 
+def test_23_a_failed_runs_error_shows_after_a_reload(page: Any, web: Any) -> None:
+    """Issue 23 (5): the server stores a failed run's error record, so the message the live
+    view showed is still in the conversation after a reload."""
+    _open(page, web)
+    _send(page, "fail")
+    alert = page.locator(".chat-list").get_by_role("alert")
+    expect(alert).to_contain_text("the rule model was asked to fail")
+    _idle(page)
+    expect(page).to_have_url(re.compile(r"/sessions/"))
+    page.reload()
+    expect(page.locator(".chat-list .msg-user").first).to_contain_text("fail")
+    expect(page.locator(".chat-list").get_by_role("alert")).to_contain_text(
+        "the rule model was asked to fail"
+    )
+
+
 # -- layout -------------------------------------------------------------------------------
 
 NO_OVERFLOW = """() => {

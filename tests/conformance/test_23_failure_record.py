@@ -55,7 +55,10 @@ async def test_w4_a_failure_is_recorded_once() -> None:
         await collect(runner, "hello")
     session = await _session(runner)
     errors = [e for e in session.events if e.error_code]
-    assert [(e.error_code, e.error_message) for e in errors] == [("RuntimeError", "a hook broke")]
+    assert [e.error_code for e in errors] == ["RuntimeError"]
+    # Another exception's text stays out of the log (it may hold paths or secrets).
+    assert "a hook broke" not in (errors[0].error_message or "")
+    assert "RuntimeError" in (errors[0].error_message or "")
 
 
 async def test_d1_a_failed_run_still_resumes_from_where_it_failed() -> None:

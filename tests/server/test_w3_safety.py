@@ -369,6 +369,23 @@ def test_w3_a_run_failing_mid_stream_ends_with_an_error_event(client: httpx.Clie
     assert "/secret/path" not in lifecycle.text
 
 
+def test_23_a_failed_run_stores_an_error_record(client: httpx.Client) -> None:
+    """Issue 23 (5): a run whose model fails leaves a record with `errorCode` and
+    `errorMessage`, so a reloaded conversation shows the failure with its message."""
+    client.post("/apps/flaky/users/u/sessions/s")
+    answer = client.post("/run_sse", json=_run("flaky", "u", "s", streaming=True))
+    frame = sse_events(answer.text)[-1]
+    session = client.get("/apps/flaky/users/u/sessions/s").json()
+    last = session["events"][-1]
+    assert last["errorCode"] == "OSError"
+    assert frame["error"].startswith("OSError")
+    # The model's text names a secret path: only the type is kept, as the stream says it.
+    assert "OSError" in last["errorMessage"]
+    assert "/secret/path" not in json.dumps(session)
+    assert last["author"] == "flaky"
+    assert last["invocationId"] == session["events"][0]["invocationId"]
+
+
 def test_w3_no_traceback_ever_reaches_a_client(client: httpx.Client) -> None:
     client.post("/apps/flaky/users/u/sessions/s")
     failed = client.post("/run", json=_run("flaky", "u", "s"))
