@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -22,10 +23,13 @@ if TYPE_CHECKING:
 __all__ = [
     "CliError",
     "app_name_for",
+    "import_app_folder",
+    "is_app_folder",
     "load_agent",
     "open_artifact_service",
     "open_session_service",
     "override_model",
+    "root_agent_of",
 ]
 
 
@@ -36,33 +40,76 @@ def _exec_module(name: str, file: Path, *, package_dir: Path | None = None) -> M
         submodule_search_locations=[str(package_dir)] if package_dir is not None else None,
     )
     if spec is None or spec.loader is None:
-        raise CliError(f"cannot load {file}")
+        raise ImportError(f"cannot load {file}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
     except BaseException:
-        del sys.modules[name]
+        sys.modules.pop(name, None)
         raise
     return module
+
+
+def is_app_folder(path: Path) -> bool:
+    """A folder that is an app, as google-adk lays them out: `agent.py` or `__init__.py` in it."""
+    if path.name.startswith((".", "_")) or not path.is_dir():
+        return False
+    return (path / "agent.py").is_file() or (path / "__init__.py").is_file()
+
+
+# Servers in one process (tests, an embedding app) may load apps from their own threads: one
+# app import at a time, or one would drop the modules another is importing.
+_import_lock = threading.Lock()
+
+
+def import_app_folder(folder: Path) -> ModuleType:
+    """Import an app folder: the one loader of `rondo run DIR`, the evals and the server.
+
+    The folder becomes a package under a private name (a folder called e.g. `json` cannot
+    shadow the standard library; its files may import each other relatively), then its
+    `agent` module is imported. As with google-adk, the folder's parent goes on `sys.path`,
+    so an app may import its siblings (`from chat import tools`, or a shared `echo_model.py`
+    beside the app folders); as with running a script there, so does the folder itself
+    (`import helpers`). Every call loads the code afresh (after a failed load, in a test run).
+    """
+    folder = folder.resolve()
+    with _import_lock:
+        return _import_app_locked(folder)
+
+
+def _import_app_locked(folder: Path) -> ModuleType:
+    package = f"_rondo_app_{folder.name}"
+    for entry in (str(folder.parent), str(folder)):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    # A copy first: another thread's import may add modules meanwhile.
+    for key in [k for k in list(sys.modules) if k == package or k.startswith(f"{package}.")]:
+        del sys.modules[key]
+    init = folder / "__init__.py"
+    module = _exec_module(
+        package, init if init.is_file() else folder / "agent.py", package_dir=folder
+    )
+    if init.is_file() and (folder / "agent.py").is_file() and not hasattr(module, "agent"):
+        module = importlib.import_module(f"{package}.agent")
+    return module
+
+
+def root_agent_of(module: ModuleType) -> object | None:
+    """The module's `root_agent`, or its `agent` submodule's (a package app); None if neither."""
+    agent = getattr(module, "root_agent", None)
+    if agent is None:
+        child = getattr(module, "agent", None)
+        agent = getattr(child, "root_agent", None) if isinstance(child, ModuleType) else None
+    return agent
 
 
 def _module_for(path: str) -> ModuleType:
     target = Path(path)
     if target.is_dir():
-        agent_file = target / "agent.py"
-        if not agent_file.is_file():
+        if not is_app_folder(target.resolve()):
             raise CliError(f"{path} is a directory without an agent.py")
-        # Like running a script there: its sibling modules are importable.
-        sys.path.insert(0, str(target.resolve()))
-        if (target / "__init__.py").is_file():
-            # Loaded as a package under a private name, so relative imports work and the
-            # directory's name cannot clash with an installed module.
-            package = f"_rondo_app_{target.resolve().name}"
-            sys.modules.pop(f"{package}.agent", None)  # a fresh load, even in a test run
-            _exec_module(package, target / "__init__.py", package_dir=target.resolve())
-            return importlib.import_module(f"{package}.agent")
-        return _exec_module(f"_rondo_app_{target.resolve().name}", agent_file)
+        return import_app_folder(target)
     if target.suffix == ".py":
         if not target.is_file():
             raise CliError(f"no such file: {path}")
@@ -92,7 +139,7 @@ def load_agent(path: str) -> BaseAgent:
         raise
     except Exception as exc:
         raise CliError(f"cannot load the agent from {path}: {type(exc).__name__}: {exc}") from exc
-    agent = getattr(module, "root_agent", None)
+    agent = root_agent_of(module)
     if agent is None:
         raise CliError(f"{path} defines no `root_agent`")
     if not isinstance(agent, BaseAgent):

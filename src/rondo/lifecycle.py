@@ -368,9 +368,22 @@ def to_json(event: Any) -> str:
     return event.model_dump_json()
 
 
-def to_sse(event: Any) -> str:
-    """One Server-Sent Events frame: `event: <type>` and the JSON projection as data."""
-    return f"event: {event.type}\ndata: {to_json(event)}\n\n"
+def sse_frame(data: bytes, *, event: str | None = None, id: str | None = None) -> bytes:
+    """rondo's one Server-Sent Events framer, used by every SSE route of the server.
+
+    An `event:` line (when named), an `id:` line (when given), one `data:` line — the JSON
+    payloads it frames have no newline — and the blank line that ends the frame.
+    """
+    head = b"" if event is None else b"event: " + event.encode() + b"\n"
+    if id is not None:
+        head += b"id: " + id.encode() + b"\n"
+    return head + b"data: " + data + b"\n\n"
+
+
+def to_sse(event: Any, *, id: str | None = None) -> str:
+    """One Server-Sent Events frame: `event: <type>`, the frame's `id:` if given, and the
+    JSON projection as data — byte for byte what `/run_lifecycle` streams."""
+    return sse_frame(to_json(event).encode(), event=event.type, id=id).decode()
 
 
 def json_schema() -> dict[str, Any]:

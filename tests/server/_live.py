@@ -78,6 +78,8 @@ def sse_events(text: str) -> list[dict[str, Any]]:
     frames = text[:-2].split("\n\n")
     events: list[dict[str, Any]] = []
     for frame in frames:
+        if frame.startswith("event: "):  # a lifecycle frame names its type (`to_sse`)
+            frame = frame.partition("\n")[2]
         if frame.startswith("id: "):  # the frame's id (SPEC W7), then ADK's one data line
             frame = frame.partition("\n")[2]
         assert "\n" not in frame, f"a frame spans lines: {frame[:80]!r}"

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from rondo.server.discovery import _import_app  # pyright: ignore[reportPrivateUsage]
+from rondo.apps import import_app_folder as _import_app
 
 APPS = Path(__file__).parent / "apps"
 

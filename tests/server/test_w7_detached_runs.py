@@ -35,14 +35,17 @@ def _body(app: str, user: str, sid: str, text: str, **extra: Any) -> dict[str, A
 
 
 def _frames(text: str) -> list[tuple[str, dict[str, Any]]]:
-    """`(id, data)` of each frame of an SSE body; every frame must have an id."""
+    """`(id, data)` of each frame of an SSE body; every frame must have an id (a lifecycle
+    frame also names its type, as `rondo.lifecycle.to_sse` writes it)."""
     out: list[tuple[str, dict[str, Any]]] = []
     if not text.strip():
         return out
     for block in text.strip("\n").split("\n\n"):
         fields = dict(line.split(": ", 1) for line in block.split("\n"))
-        assert set(fields) == {"id", "data"}, block
-        out.append((fields["id"], json.loads(fields["data"])))
+        assert set(fields) - {"event"} == {"id", "data"}, block
+        data = json.loads(fields["data"])
+        assert fields.get("event", data.get("type")) == data.get("type"), block
+        out.append((fields["id"], data))
     return out
 
 

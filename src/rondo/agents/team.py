@@ -41,25 +41,22 @@ TeamMode = Literal["sequential", "parallel", "supervisor"]
 SUPERVISOR_NODE = "supervisor"
 
 
+# The ids come from the context (`InvocationContext.correlation`, the one place a lifecycle
+# event gets them); only who and which node are the team's own.
+def _ids(ctx: InvocationContext, agent: str, node: str) -> dict[str, Any]:
+    return ctx.correlation() | {"agent_name": agent, "node": node}
+
+
 def _node_start(ctx: InvocationContext, team: str, node: str) -> NodeStart:
-    return NodeStart(run_id=ctx.run_id, invocation_id=ctx.invocation_id, agent_name=team, node=node)
+    return NodeStart(**_ids(ctx, team, node))
 
 
 def _member_start(ctx: InvocationContext, member: str) -> RunStart:
-    return RunStart(
-        run_id=ctx.run_id,
-        invocation_id=ctx.invocation_id,
-        agent_name=member,
-        node=member,
-        session_id=ctx.session.id,
-        user_id=ctx.user_id,
-    )
+    return RunStart(**_ids(ctx, member, member), session_id=ctx.session.id, user_id=ctx.user_id)
 
 
 def _node_end(ctx: InvocationContext, team: str, node: str, text: str) -> NodeEnd:
-    return NodeEnd(
-        run_id=ctx.run_id, invocation_id=ctx.invocation_id, agent_name=team, node=node, text=text
-    )
+    return NodeEnd(**_ids(ctx, team, node), text=text)
 
 
 class _FinalText:

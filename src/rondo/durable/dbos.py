@@ -35,6 +35,11 @@ from rondo.errors import ConfigurationError, DurableReplayError
 from rondo.run_config import RunConfig
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
+    from dbos import DBOS, DBOSClient, Queue, WorkflowHandle, WorkflowHandleAsync
+    from dbos._client import EnqueueOptions
+
     from rondo.models.base import ModelResponse
     from rondo.runner import Runner
     from rondo.types import Content
@@ -54,7 +59,7 @@ DEFAULT_QUEUE = "rondo-invocations"
 INTERRUPTED_STEP = "rondo.interrupted"
 
 
-def _dbos() -> Any:
+def _dbos() -> ModuleType:
     try:
         import dbos
     except ImportError as exc:
@@ -62,6 +67,11 @@ def _dbos() -> Any:
             "durable execution on DBOS needs dbos: pip install 'rondo-agents[dbos]'"
         ) from exc
     return dbos
+
+
+def _dbos_class() -> type[DBOS]:
+    dbos_class: type[DBOS] = _dbos().DBOS
+    return dbos_class
 
 
 def _message_json(message: Content | str) -> dict[str, Any]:
@@ -90,8 +100,8 @@ class DbosSteps:
     DBOS step whose output is a marker. Outside a workflow DBOS runs the same code as a plain
     call."""
 
-    def __init__(self, dbos: Any) -> None:
-        self._dbos = dbos.DBOS
+    def __init__(self, dbos: type[DBOS]) -> None:
+        self._dbos = dbos
 
     def model_call(
         self, agent: str, model: str, responses: AsyncIterator[ModelResponse]
@@ -216,7 +226,7 @@ class DbosEngine(DurableEngine):
         worker_concurrency: int | None = None,
         polling_interval_sec: float = 1.0,
     ) -> None:
-        dbos = _dbos()
+        dbos_class = _dbos_class()
         self._make_runner = make_runner
         self._runners: dict[int, Runner] = {}
         self.queue_name = queue
@@ -224,10 +234,10 @@ class DbosEngine(DurableEngine):
             "worker_concurrency": worker_concurrency,
             "polling_interval_sec": polling_interval_sec,
         }
-        self.queue: Any = None
+        self.queue: Queue | None = None
         # Each step costs DBOS two statements on its system database (measured in bench/
         # DURABILITY.md); without them the workflow still recovers from the log, unrecorded.
-        steps = DbosSteps(dbos) if record_steps else None
+        steps = DbosSteps(dbos_class) if record_steps else None
         config = (run_config or RunConfig()).model_copy(update={"durable_steps": steps})
 
         async def rondo_invocation(
@@ -235,7 +245,9 @@ class DbosEngine(DurableEngine):
         ) -> dict[str, Any]:
             from rondo.types import Content
 
-            key = dbos.DBOS.workflow_id
+            key = dbos_class.workflow_id
+            if key is None:  # pragma: no cover - DBOS runs a workflow with its id set
+                raise ConfigurationError("rondo's invocation workflow ran outside DBOS")
             if steps is not None:
                 await steps.replay_recorded(key)
             outcome = await run_invocation(
@@ -248,11 +260,13 @@ class DbosEngine(DurableEngine):
             )
             return outcome.to_dict()
 
-        self._workflow = dbos.DBOS.workflow(name=WORKFLOW_NAME)(rondo_invocation)
+        self._workflow = dbos_class.workflow(name=WORKFLOW_NAME)(rondo_invocation)
 
     async def start(self) -> None:
         """Register the queue (after `DBOS.launch()`): from then on this process consumes it."""
-        self.queue = await _dbos().DBOS.register_queue_async(self.queue_name, **self._queue_options)
+        self.queue = await _dbos_class().register_queue_async(
+            self.queue_name, **self._queue_options
+        )
 
     def _runner(self) -> Runner:
         loop = id(asyncio.get_running_loop())
@@ -264,23 +278,26 @@ class DbosEngine(DurableEngine):
     def submit(
         self, *, user_id: str, session_id: str, message: Content | str, key: str | None = None
     ) -> str:
-        dbos = _dbos()
+        from dbos import SetWorkflowID
+
         if self.queue is None:
             raise ConfigurationError("DbosEngine.start() registers the queue: call it first")
         key = key or _new_key()
-        with dbos.SetWorkflowID(key):
+        with SetWorkflowID(key):
             self.queue.enqueue(self._workflow, user_id, session_id, _message_json(message))
         return key
 
     def outcome(self, key: str) -> InvocationOutcome:
-        dbos = _dbos()
-        handle = dbos.DBOS.retrieve_workflow(key)
+        dbos_class = _dbos_class()
+        handle: WorkflowHandle[dict[str, Any]] = dbos_class.retrieve_workflow(key)
         result: dict[str, Any] = handle.get_result(polling_interval_sec=0.1)
         return InvocationOutcome(**result)
 
     async def outcome_async(self, key: str) -> InvocationOutcome:
         """`outcome` without blocking the event loop."""
-        handle = await _dbos().DBOS.retrieve_workflow_async(key)
+        handle: WorkflowHandleAsync[dict[str, Any]] = await _dbos_class().retrieve_workflow_async(
+            key
+        )
         result: dict[str, Any] = await handle.get_result(polling_interval_sec=0.05)
         return InvocationOutcome(**result)
 
@@ -288,11 +305,11 @@ class DbosEngine(DurableEngine):
         """Send the PENDING invocations of dead workers back to the queue; any worker then
         continues them from the log. Returns their keys. Only for executors known dead: a
         live worker's runs are PENDING too."""
-        return recover_with_client(_dbos().DBOS, executor_ids, queue=self.queue_name)
+        return recover_with_client(_dbos_class(), executor_ids, queue=self.queue_name)
 
 
 def recover_with_client(
-    client: Any, executor_ids: list[str], *, queue: str = DEFAULT_QUEUE
+    client: type[DBOS] | DBOSClient, executor_ids: list[str], *, queue: str = DEFAULT_QUEUE
 ) -> list[str]:
     """`DbosEngine.recover` through `DBOS` or a `dbos.DBOSClient` (DBOS's resume: the
     workflow goes back to `queue`, ENQUEUED, and exactly one worker dequeues it)."""
@@ -306,7 +323,7 @@ def recover_with_client(
 
 
 def submit_with_client(
-    client: Any,
+    client: DBOSClient,
     *,
     user_id: str,
     session_id: str,
@@ -317,7 +334,7 @@ def submit_with_client(
 ) -> str:
     """Queue an invocation from a process that runs no workers (a `dbos.DBOSClient`)."""
     key = key or _new_key()
-    options: dict[str, Any] = {
+    options: EnqueueOptions = {
         "queue_name": queue,
         "workflow_name": WORKFLOW_NAME,
         "workflow_id": key,

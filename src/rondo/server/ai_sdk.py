@@ -59,7 +59,7 @@ __all__ = ["AiSdkProjection", "ChatRequest", "router"]
 router = APIRouter(tags=["front ends"], route_class=SafeRoute)
 
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
-DONE = b"data: [DONE]\n\n"
+DONE = sse(b"[DONE]")
 CONFIRMATION = "adk_request_confirmation"
 
 

@@ -2,24 +2,22 @@
 
 Each folder of AGENTS_DIR that holds `agent.py` or `__init__.py` is one app, named after the
 folder; its `root_agent` (in `agent.py`, or in the package itself) becomes one `Runner`,
-built on first use and kept. A folder whose code fails to load is reported for that app only,
+built on first use and kept; the folder is imported by `rondo.apps.import_app_folder`, the
+loader `rondo run DIR` and the evals use too. A folder whose code fails to load is reported for that app only,
 and tried again on the next request, so fixing the file needs no restart.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import logging
 import re
-import sys
-import threading
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 from rondo.agents.base import BaseAgent
+from rondo.apps import import_app_folder, is_app_folder, root_agent_of
 from rondo.errors import RondoError
 
 if TYPE_CHECKING:
@@ -46,12 +44,6 @@ class _Services:
     sessions: BaseSessionService
     artifacts: BaseArtifactService | None
     memory: BaseMemoryService | None
-
-
-def _is_app_dir(path: Path) -> bool:
-    if path.name.startswith((".", "_")) or not path.is_dir():
-        return False
-    return (path / "agent.py").is_file() or (path / "__init__.py").is_file()
 
 
 class AppRegistry:
@@ -82,7 +74,7 @@ class AppRegistry:
 
     def names(self) -> list[str]:
         """The app names, sorted; read from the directory each time (apps may be added)."""
-        return sorted(p.name for p in self.root.iterdir() if _is_app_dir(p))
+        return sorted(p.name for p in self.root.iterdir() if is_app_folder(p))
 
     def check(self, name: str) -> None:
         """Raise `AppNotFoundError` unless `name` is an app of this directory."""
@@ -92,7 +84,7 @@ class AppRegistry:
         if not name or "/" in name or "\\" in name or name != Path(name).name:
             raise self._not_found(name)
         try:
-            found = _is_app_dir(self.root / name)
+            found = is_app_folder(self.root / name)
         except (OSError, ValueError):  # a name too long for the file system, a NUL in it
             found = False
         if not found:
@@ -147,7 +139,7 @@ class AppRegistry:
 def _load_root_agent(folder: Path) -> BaseAgent:
     name = folder.name
     try:
-        module = _import_app(folder)
+        module = import_app_folder(folder)
     except Exception as exc:
         logger.exception("app %r failed to load", name)
         # The client reads what went wrong, not where: paths become names relative to
@@ -157,10 +149,7 @@ def _load_root_agent(folder: Path) -> BaseAgent:
             f"app {name!r} cannot be loaded ({problem}); fix its code and send the request "
             "again (the server log has the traceback)"
         ) from exc
-    agent = getattr(module, "root_agent", None)
-    if agent is None:
-        child = getattr(module, "agent", None)
-        agent = getattr(child, "root_agent", None) if isinstance(child, ModuleType) else None
+    agent = root_agent_of(module)
     if agent is None:
         raise AppLoadError(f"app {name!r} defines no `root_agent` (in agent.py or __init__.py)")
     if not isinstance(agent, BaseAgent):
@@ -177,48 +166,3 @@ def _without_paths(text: str, root: Path) -> str:
     """`text` with AGENTS_DIR's path cut off and any other absolute path cut to its name."""
     text = text.replace(f"{root}{'/' if str(root) != '/' else ''}", "")
     return _PATH.sub(lambda m: m.group(1) or "…", text)
-
-
-# Servers in one process (tests, an embedding app) may load apps from their own threads: one
-# app import at a time, or one would drop the modules another is importing.
-_import_lock = threading.Lock()
-
-
-def _import_app(folder: Path) -> ModuleType:
-    """Import the app folder as a package under a private name, then its `agent` module.
-
-    A private name keeps a folder called e.g. `json` from shadowing the standard library;
-    loading it as a package lets its files import each other relatively.
-    """
-    with _import_lock:
-        return _import_app_locked(folder)
-
-
-def _import_app_locked(folder: Path) -> ModuleType:
-    package = f"_rondo_app_{folder.name}"
-    # As with ADK, an app may import AGENTS_DIR's other folders (`from chat import tools`);
-    # as with `rondo run`, it may import its own sibling files (`import helpers`).
-    for entry in (str(folder.parent), str(folder)):
-        if entry not in sys.path:
-            sys.path.insert(0, entry)
-    # A copy first: another thread's import may add modules meanwhile.
-    for key in [k for k in list(sys.modules) if k == package or k.startswith(f"{package}.")]:
-        del sys.modules[key]  # a fresh load, after a failed one or in a test run
-    init = folder / "__init__.py"
-    spec = importlib.util.spec_from_file_location(
-        package,
-        init if init.is_file() else folder / "agent.py",
-        submodule_search_locations=[str(folder)],
-    )
-    if spec is None or spec.loader is None:  # pragma: no cover - a readable .py always has one
-        raise ImportError(f"cannot load {folder}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[package] = module
-    try:
-        spec.loader.exec_module(module)
-        if init.is_file() and (folder / "agent.py").is_file() and not hasattr(module, "agent"):
-            module = importlib.import_module(f"{package}.agent")
-    except BaseException:
-        sys.modules.pop(package, None)
-        raise
-    return module

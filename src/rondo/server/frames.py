@@ -16,9 +16,9 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from rondo.events import Event
-from rondo.lifecycle import ReasonDelta, to_json
+from rondo.lifecycle import ReasonDelta, sse_frame, to_json
 from rondo.server.errors import BadRequestError, stream_error
-from rondo.server.streams import dumps, sse
+from rondo.server.streams import dumps
 from rondo.server.wire import event_json
 
 __all__ = [
@@ -67,8 +67,9 @@ def _splits(event: Event) -> bool:
     return bool(event.actions.artifact_delta and event.content is not None and event.content.parts)
 
 
-def _framed(frame_id: FrameId, payload: bytes) -> bytes:
-    return b"id: " + format_id(frame_id).encode() + b"\n" + sse(payload)
+def _framed(frame_id: FrameId, payload: bytes, event: str | None = None) -> bytes:
+    """A frame with its id; `event` names a lifecycle frame's type (as `to_sse` writes it)."""
+    return sse_frame(payload, event=event, id=format_id(frame_id))
 
 
 class Numbering:
@@ -99,11 +100,12 @@ class Numbering:
                 return ()
             payloads = [to_json(item).encode()]
             partial = isinstance(item, ReasonDelta)
+        name = None if record else item.type
         out: list[tuple[FrameId, bool, bytes]] = []
         for payload in payloads:
             frame_id = (self.n, self.k)
             self.k += 1
-            out.append((frame_id, partial, _framed(frame_id, payload)))
+            out.append((frame_id, partial, _framed(frame_id, payload, name)))
         self.last = out[-1][0]
         return out
 
@@ -124,7 +126,8 @@ class Numbering:
         frame_id = (self.n, self.k)
         self.k += 1
         self.last = frame_id
-        return _framed(frame_id, error_frame(self.format, exc))
+        name = "error" if self.format == "lifecycle" else None
+        return _framed(frame_id, error_frame(self.format, exc), name)
 
 
 def error_frame(fmt: Format, exc: BaseException) -> bytes:

@@ -10,9 +10,9 @@ connection is closed (issue 26: a client trickling a body holds no route forever
 from __future__ import annotations
 
 import asyncio
-import json
 
 from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["BodyLimit", "BodyTimeoutError", "BodyTooLargeError"]
@@ -55,7 +55,7 @@ class BodyLimit:
         for key, value in scope["headers"]:
             if key == b"content-length":
                 if value.isdigit() and int(value) > limit:
-                    await _refuse(send, limit)
+                    await _refusal(BodyTooLargeError(limit))(scope, receive, send)
                     return
                 break
         received = 0
@@ -91,21 +91,13 @@ class BodyLimit:
         except (BodyTooLargeError, BodyTimeoutError) as exc:
             if started:
                 raise
-            await _refuse(send, limit, exc)
+            await _refusal(exc)(scope, receive, send)
 
 
-async def _refuse(send: Send, limit: int, exc: HTTPException | None = None) -> None:
-    refusal = exc if exc is not None else BodyTooLargeError(limit)
-    body = json.dumps({"detail": refusal.detail}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": refusal.status_code,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"connection", b"close"),
-            ],
-        }
+def _refusal(exc: HTTPException) -> JSONResponse:
+    """The refusal as a starlette response (called as an ASGI app): `{"detail": ...}`, as
+    FastAPI answers an HTTPException, and the connection closed — the rest of the body is
+    not read."""
+    return JSONResponse(
+        {"detail": exc.detail}, status_code=exc.status_code, headers={"connection": "close"}
     )
-    await send({"type": "http.response.body", "body": body})

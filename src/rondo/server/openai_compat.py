@@ -51,7 +51,7 @@ __all__ = ["ChatCompletionRequest", "router"]
 
 router = APIRouter(tags=["front ends"], route_class=SafeRoute)
 
-DONE = b"data: [DONE]\n\n"
+DONE = sse(b"[DONE]")
 logger = logging.getLogger("rondo.server")
 
 

@@ -26,6 +26,7 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response
 
 from rondo.events import Event
+from rondo.lifecycle import sse_frame
 from rondo.server.adk_routes import _session_or_404  # pyright: ignore[reportPrivateUsage]
 from rondo.server.auth import owner
 from rondo.server.errors import NotFoundError, RunInProgressError, SafeRoute
@@ -33,7 +34,7 @@ from rondo.server.frames import Format, FrameId, adk_payloads, format_id, parse_
 from rondo.server.run_control import POLL, running_elsewhere, stop_run
 from rondo.server.runs import DetachedRun
 from rondo.server.state import ServerState
-from rondo.server.streams import dumps, event_stream, sse
+from rondo.server.streams import dumps, event_stream
 from rondo.sessions.base import Session
 from rondo.sessions.run_log import RunStatus, RunSummary, run_records, runs_of
 
@@ -214,7 +215,7 @@ async def _from_log(
             for k, payload in enumerate(adk_payloads(event)):
                 if (n, k) > sent:
                     sent = (n, k)
-                    yield b"id: " + format_id(sent).encode() + b"\n" + sse(payload)
+                    yield sse_frame(payload, id=format_id(sent))
         if not going:
             return
         await asyncio.sleep(POLL)

@@ -3,7 +3,8 @@
 A stream is opened once its run has its first item, before any byte is sent: a request that
 cannot run (a session another run is using, a session that is gone) still gets a plain 4xx
 answer. After that every frame is an `id:` line and one `data: <json>` line, then a blank
-line (google-adk's framing plus the SSE id a client rejoins with); a run that fails later
+line (google-adk's framing plus the SSE id a client rejoins with; the lifecycle stream names
+each frame's event first, as `rondo.lifecycle.to_sse` does); a run that fails later
 ends its stream with one error frame, never with a dropped connection. The stream is only a
 subscription: a client that goes away leaves the run going (`rondo.server.runs`), unless it
 asked to stop it then (`onDisconnect: "cancel"`).
@@ -20,6 +21,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from rondo.errors import InvalidMessageError, SessionNotFoundError, StaleSessionError
+from rondo.lifecycle import sse_frame
 from rondo.server.discovery import AppNotFoundError
 from rondo.server.errors import BadRequestError, NotFoundError, RunInProgressError
 
@@ -48,9 +50,9 @@ def dumps(value: Any) -> bytes:
     return pydantic_core.to_json(value, fallback=str)
 
 
-def sse(payload: bytes) -> bytes:
-    """One SSE frame: a single `data:` line (the JSON has no newline) and a blank line."""
-    return b"data: " + payload + b"\n\n"
+# One SSE frame: a single `data:` line and a blank line (`rondo.lifecycle.sse_frame`, the one
+# framer; the lifecycle stream names its events and every run route adds ids).
+sse = sse_frame
 
 
 class ActiveRuns:
