@@ -10,8 +10,8 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.server.conftest import Launch
 from tests.server._live import APPS
+from tests.server.conftest import Launch
 
 
 def _agents(tmp_path: Path) -> Path:
@@ -23,17 +23,25 @@ def test_24_create_list_and_file_layout(launch: Launch, tmp_path: Path) -> None:
     agents = _agents(tmp_path)
     with launch(agents_dir=agents) as http:
         assert http.get("/dev/apps/chat/eval-sets").json() == {"evalSetIds": []}
-        made = http.post("/dev/apps/chat/eval-sets", json={"evalSet": {"evalSetId": "smoke"}})
+        made = http.post(
+            "/dev/apps/chat/eval-sets", json={"evalSet": {"eval_set_id": "smoke", "eval_cases": []}}
+        )
         assert made.status_code == 200
         body = made.json()
-        assert body["evalSetId"] == "smoke" and body["name"] == "smoke"
-        assert body["evalCases"] == [] and isinstance(body["creationTimestamp"], float)
+        assert body["eval_set_id"] == "smoke"
+        assert body["name"] == "smoke"
+        assert body["eval_cases"] == []
+        assert isinstance(body["creation_timestamp"], float)
         stored = json.loads((agents / "chat" / "smoke.evalset.json").read_text())
         assert stored["eval_set_id"] == "smoke"  # snake_case on disk, as ADK writes it
-        again = http.post("/dev/apps/chat/eval-sets", json={"evalSet": {"evalSetId": "smoke"}})
+        again = http.post(
+            "/dev/apps/chat/eval-sets", json={"evalSet": {"eval_set_id": "smoke", "eval_cases": []}}
+        )
         assert again.status_code == 400
         assert again.json()["detail"] == "EvalSet smoke already exists for app chat."
-        bad = http.post("/dev/apps/chat/eval-sets", json={"evalSet": {"evalSetId": "a-b"}})
+        bad = http.post(
+            "/dev/apps/chat/eval-sets", json={"evalSet": {"eval_set_id": "a-b", "eval_cases": []}}
+        )
         assert bad.status_code == 400
         assert http.post("/dev/apps/chat/eval_sets/legacy").status_code == 200
         assert http.get("/dev/apps/chat/eval-sets").json() == {"evalSetIds": ["legacy", "smoke"]}
@@ -75,3 +83,16 @@ def test_24_results_list_and_get(launch: Launch, tmp_path: Path) -> None:
         got = http.get("/dev/apps/chat/eval-results/r1").json()
         assert got == {"evalSetResultId": "r1", "evalSetId": "s", "evalCaseResults": []}
         assert http.get("/dev/apps/chat/eval_results/r2").status_code == 404
+
+
+def test_24_case_update(launch: Launch, tmp_path: Path) -> None:
+    agents = _agents(tmp_path)
+    data = {"eval_set_id": "s", "eval_cases": [{"eval_id": "c1", "conversation": []}]}
+    (agents / "chat" / "s.evalset.json").write_text(json.dumps(data))
+    with launch(agents_dir=agents) as http:
+        url = "/dev/apps/chat/eval-sets/s/eval-cases/c1"
+        assert http.put(url, json={"evalId": "other", "conversation": []}).status_code == 400
+        assert http.put(url, json={"conversation": [], "rubrics": []}).status_code == 200
+        assert http.get(url).json() == {"evalId": "c1", "conversation": [], "rubrics": []}
+        missing = "/dev/apps/chat/eval-sets/s/eval-cases/c9"
+        assert http.put(missing, json={"conversation": []}).status_code == 404

@@ -11,13 +11,13 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Body, Request
 from fastapi.responses import Response
 from pydantic.alias_generators import to_camel
 
-from rondo.server.errors import BadRequestError, NotFoundError, SafeRoute
+from rondo.server.errors import BadRequestError, InvalidValueError, NotFoundError, SafeRoute
 from rondo.server.state import server_state
 from rondo.server.streams import dumps
 
@@ -100,15 +100,18 @@ def _create(request: Request, app_name: str, eval_set_id: str) -> dict[str, Any]
 
 @router.post("/dev/apps/{app_name}/eval-sets")
 async def create_eval_set(
-    app_name: str, request: Request, body: dict[str, Any] = Body(...)
+    app_name: str, request: Request, body: Annotated[dict[str, Any], Body()]
 ) -> Response:
     eval_set: Any = body.get("eval_set", body.get("evalSet"))
     if not isinstance(eval_set, dict):
-        raise BadRequestError("evalSet is required")
-    set_id: Any = eval_set.get("eval_set_id", eval_set.get("evalSetId"))  # pyright: ignore[reportUnknownMemberType]
-    if not isinstance(set_id, str):
-        raise BadRequestError("evalSet.evalSetId is required")
-    return _json(_camel(_create(request, app_name, set_id)))
+        raise InvalidValueError("evalSet is required")
+    # ADK's EvalSet model has no camelCase aliases: only `eval_set_id` is read (else 422).
+    fields = cast("dict[str, Any]", eval_set)
+    set_id: Any = fields.get("eval_set_id")
+    if not isinstance(set_id, str) or not isinstance(fields.get("eval_cases"), list):
+        raise InvalidValueError("evalSet.eval_set_id and evalSet.eval_cases are required")
+    # ADK answers with its EvalSet model, which has no aliases: snake_case, as on disk.
+    return _json(_create(request, app_name, set_id))
 
 
 @router.post("/dev/apps/{app_name}/eval_sets/{eval_set_id}")
@@ -142,7 +145,9 @@ async def list_evals(app_name: str, eval_set_id: str, request: Request) -> Respo
     return _json(sorted(_case_id(c) for c in _cases(data)))
 
 
-async def _get_case(app_name: str, eval_set_id: str, eval_case_id: str, request: Request) -> Response:
+async def _get_case(
+    app_name: str, eval_set_id: str, eval_case_id: str, request: Request
+) -> Response:
     data = _read_set(_set_path(request, app_name, eval_set_id))
     for case in _cases(data) if data is not None else []:
         if _case_id(case) == eval_case_id:
@@ -166,12 +171,38 @@ async def _delete_case(
     path.write_text(json.dumps(data, indent=2), encoding="utf-8")
 
 
+async def _update_case(
+    app_name: str,
+    eval_set_id: str,
+    eval_case_id: str,
+    request: Request,
+    case: Annotated[dict[str, Any], Body()],
+) -> None:
+    given = _case_id(case)
+    if given and given != eval_case_id:
+        raise BadRequestError("Eval id in EvalCase should match the eval id in the API route.")
+    path = _set_path(request, app_name, eval_set_id)
+    data = _read_set(path)
+    if data is None:
+        raise NotFoundError(f"Eval set `{eval_set_id}` not found.")
+    cases = _cases(data)
+    index = next((i for i, c in enumerate(cases) if _case_id(c) == eval_case_id), None)
+    if index is None:
+        raise NotFoundError(f"Eval case `{eval_case_id}` not found.")
+    case.pop("evalId", None)
+    cases[index] = {**case, "eval_id": eval_case_id}
+    data.pop("evalCases", None)
+    data["eval_cases"] = cases
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
 for _case_path in (
     "/dev/apps/{app_name}/eval-sets/{eval_set_id}/eval-cases/{eval_case_id}",
     "/dev/apps/{app_name}/eval_sets/{eval_set_id}/evals/{eval_case_id}",
 ):
     router.add_api_route(_case_path, _get_case, methods=["GET"])
     router.add_api_route(_case_path, _delete_case, methods=["DELETE"])
+    router.add_api_route(_case_path, _update_case, methods=["PUT"])
 
 
 def _history(request: Request, app_name: str) -> Path:
