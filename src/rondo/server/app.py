@@ -16,6 +16,7 @@ from rondo.errors import ConfigurationError
 from rondo.models.pricing import warm_prices
 from rondo.server import (
     adk_routes,
+    eval_routes,
     front_end,
     history_routes,
     live_routes,
@@ -152,6 +153,7 @@ def create_app(
         history_routes.router,
         live_routes.router,
         traces.router,
+        eval_routes.router,
         *front_end.routers(),
     ):
         app.router.routes.extend(router.routes)
