@@ -10,6 +10,7 @@ import { h, icon } from "./dom.js";
 
 const RATE = 16000;
 const CHUNK = 1600; // 100 ms of audio per blob message
+const GRACE_MS = 5000; // after Stop, how long the model's answer may take to arrive
 
 /** Float32 samples at `from` Hz → Int16 PCM at 16 kHz (linear interpolation). */
 export function toPcm16(samples, from) {
@@ -73,7 +74,7 @@ export class LiveMic {
     });
     socket.addEventListener("close", (event) => {
       if (event.code !== 1000 && event.reason) this.onProblem(`Live call closed: ${event.reason}`);
-      this._release();
+      if (this.socket === socket) this._release();
     });
     await new Promise((resolve, reject) => {
       socket.addEventListener("open", resolve, { once: true });
@@ -116,21 +117,33 @@ export class LiveMic {
     this.processor = processor;
   }
 
+  /** Stop the microphone and tell the model the audio has ended (it answers what it heard);
+   * the call itself ends `GRACE_MS` later, once the answer has had time to stream in. */
   stop() {
     const socket = this.socket;
+    this._releaseAudio();
     if (socket && socket.readyState === WebSocket.OPEN) {
-      socket.send(JSON.stringify({ close: true }));
-      socket.close(1000, "the user stopped talking");
+      socket.send(JSON.stringify({ audioStreamEnd: true }));
+      setTimeout(() => {
+        if (socket.readyState !== WebSocket.OPEN) return;
+        socket.send(JSON.stringify({ close: true }));
+        socket.close(1000, "the user stopped talking");
+      }, GRACE_MS);
     }
-    this._release();
+    this.socket = null;
+    this._show(false);
   }
 
   _release() {
+    this._releaseAudio();
+    this.socket = null;
+    this._show(false);
+  }
+
+  _releaseAudio() {
     this.processor?.disconnect();
     this.stream?.getTracks().forEach((track) => track.stop());
     this.audio?.close().catch(() => {});
     this.processor = this.stream = this.audio = null;
-    this.socket = null;
-    this._show(false);
   }
 }
