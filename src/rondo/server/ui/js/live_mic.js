@@ -43,7 +43,7 @@ export class LiveMic {
     this.onEvent = onEvent;
     this.onProblem = onProblem;
     this.socket = null;
-    this.button = h("button", { class: "btn btn-ghost composer-mic", type: "button", "aria-label": "Talk", title: "Talk to the agent (live)" });
+    this.button = h("button", { class: "btn btn-ghost composer-mic", type: "button", title: "Talk to the agent (live)" });
     this.button.addEventListener("click", () => (this.socket ? this.stop() : this.start()));
     this.el = this.button;
     this._show(false);
@@ -52,7 +52,7 @@ export class LiveMic {
   _show(live) {
     this.button.replaceChildren(icon(live ? "stop" : "mic", 16), live ? "Stop talking" : "Talk");
     this.button.classList.toggle("is-live", live);
-    this.button.setAttribute("aria-pressed", String(live));
+    this.button.setAttribute("aria-label", live ? "Stop talking" : "Talk");
   }
 
   async start() {
