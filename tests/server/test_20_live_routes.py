@@ -251,6 +251,39 @@ def test_20_run_live_needs_the_token_of_the_path_user() -> None:
             until(ws, final_text("you said: hi"))
 
 
+def test_20_run_live_takes_a_browser_token_as_subprotocol_or_query() -> None:
+    """Browsers cannot set Authorization on a WebSocket: the token comes as a
+    `rondo.bearer.<token>` subprotocol (echoed back) or `?access_token=`, same rules."""
+    tokens = {"tok-u": "u", "tok-v": "v"}
+    with server(auth_tokens=tokens) as (url, _):
+        new_session(url, "s8", token="tok-u")
+        params = {"app_name": "talk", "user_id": "u", "session_id": "s8", "modalities": "TEXT"}
+        target = ws_url(url, **params)
+        # The right token as a subprotocol: accepted, and that subprotocol is the chosen one.
+        with websockets_sync.connect(target, subprotocols=["rondo.bearer.tok-u"]) as ws:  # type: ignore[list-item]
+            assert ws.subprotocol == "rondo.bearer.tok-u"
+            ws.send(text_turn("hi"))
+            until(ws, final_text("you said: hi"))
+        # A wrong token, either way: the handshake is refused.
+        with pytest.raises(InvalidStatus) as refused:
+            websockets_sync.connect(target, subprotocols=["rondo.bearer.nope"])  # type: ignore[list-item]
+        assert refused.value.response.status_code == 403
+        with pytest.raises(InvalidStatus) as refused:
+            websockets_sync.connect(ws_url(url, **params, access_token="nope"))
+        assert refused.value.response.status_code == 403
+        # Another user's token: the connection opens, then closes 1008 before any turn.
+        with websockets_sync.connect(target, subprotocols=["rondo.bearer.tok-v"]) as ws:  # type: ignore[list-item]
+            code, reason = close_of(ws)
+        assert (code, "another user" in reason) == (1008, True)
+        with websockets_sync.connect(ws_url(url, **params, access_token="tok-v")) as ws:
+            code, reason = close_of(ws)
+        assert (code, "another user" in reason) == (1008, True)
+        # The right token in the query: accepted, and not taken for a live parameter.
+        with websockets_sync.connect(ws_url(url, **params, access_token="tok-u")) as ws:
+            ws.send(text_turn("yo"))
+            until(ws, final_text("you said: yo"))
+
+
 def test_20_run_live_refuses_a_foreign_origin() -> None:
     with server() as (url, _):
         new_session(url, "s7")

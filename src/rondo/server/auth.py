@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import parse_qs
 
 from fastapi import HTTPException, Request
 from starlette.responses import JSONResponse
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from rondo.server.state import ServerState
 
 __all__ = [
+    "BEARER_SUBPROTOCOL",
+    "SUBPROTOCOL_KEY",
     "TokenAuth",
     "TokenMiddleware",
     "authorize",
@@ -127,7 +130,7 @@ class TokenMiddleware:
         one the handshake is refused (HTTP 403, as a refused WebSocket is) before any route."""
         scope[USER_KEY] = None
         if self.auth is not None:
-            user, problem = _resolve(self.auth, scope)
+            user, problem = _resolve_websocket(self.auth, scope)
             if user is None:
                 await send({"type": "websocket.close", "code": 1008, "reason": problem})
                 return
@@ -155,6 +158,36 @@ def _resolve(auth: TokenAuth, scope: Scope) -> tuple[str | None, str]:
         return None, "the Authorization header must be 'Bearer <token>'"
     user = auth.user_for(token)
     return (user, "") if user is not None else (None, "invalid token")
+
+
+# A browser cannot set headers on a WebSocket: it may offer the token as a subprotocol
+# `rondo.bearer.<token>` (the server echoes the one it took) or as `?access_token=<token>`.
+BEARER_SUBPROTOCOL = "rondo.bearer."
+SUBPROTOCOL_KEY = "rondo.subprotocol"
+
+
+def _resolve_websocket(auth: TokenAuth, scope: Scope) -> tuple[str | None, str]:
+    """The WebSocket's user: from the Authorization header when there is one, else from a
+    `rondo.bearer.<token>` subprotocol, else from an `access_token` query parameter."""
+    if any(k == b"authorization" for k, _ in scope["headers"]):
+        return _resolve(auth, scope)
+    offered: list[str] = list(scope.get("subprotocols") or [])
+    for protocol in offered:
+        if protocol.startswith(BEARER_SUBPROTOCOL):
+            user = auth.user_for(protocol.removeprefix(BEARER_SUBPROTOCOL))
+            if user is None:
+                return None, "invalid token"
+            scope[SUBPROTOCOL_KEY] = protocol
+            return user, ""
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    tokens = query.get("access_token")
+    if tokens:
+        user = auth.user_for(tokens[0])
+        return (user, "") if user is not None else (None, "invalid token")
+    return None, (
+        "authentication required: send 'Authorization: Bearer <token>', a "
+        "'rondo.bearer.<token>' subprotocol or '?access_token=<token>'"
+    )
 
 
 async def _refuse(scope: Scope, receive: Receive, send: Send, problem: str) -> None:

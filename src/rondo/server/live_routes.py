@@ -29,7 +29,7 @@ from rondo.errors import ConfigurationError
 from rondo.lifecycle import to_json
 from rondo.models.live import LiveRequest, LiveRequestQueue
 from rondo.run_config import RunConfig, SessionResumptionConfig
-from rondo.server.auth import USER_KEY
+from rondo.server.auth import SUBPROTOCOL_KEY, USER_KEY
 from rondo.server.state import ServerState
 from rondo.server.streams import dumps
 from rondo.server.wire import WireBlob, WireContent, event_json
@@ -100,6 +100,8 @@ def parse_params(websocket: WebSocket) -> LiveParams:
     """The query string as `LiveParams`; `ValueError` with the problem when it is not."""
     raw: dict[str, Any] = {}
     for key, value in websocket.query_params.multi_items():
+        if key == "access_token":  # the browser's token, taken by `server.auth`
+            continue
         if key == "modalities":
             raw.setdefault("modalities", []).append(value)
         elif key in _JSON_PARAMS:
@@ -199,7 +201,8 @@ async def _serve(
     frames: Callable[..., AsyncGenerator[Any, None]],
     encode: Callable[[Any], str],
 ) -> None:
-    await websocket.accept()
+    # Echo the `rondo.bearer.<token>` subprotocol the token came in, as a browser requires.
+    await websocket.accept(subprotocol=websocket.scope.get(SUBPROTOCOL_KEY))
     state: ServerState = websocket.app.state.rondo
     try:
         params = parse_params(websocket)

@@ -4,14 +4,15 @@
 import { h, icon } from "./dom.js";
 
 export class Composer {
-  /** `onSend(text)` starts a run; `onStop()` aborts the current one. */
-  constructor({ onSend, onStop }) {
+  /** `onSend(text)` starts a run; `onStop()` aborts the current one; `extra` are more
+   * buttons beside Send (the live microphone). */
+  constructor({ onSend, onStop, extra = [] }) {
     this.onSend = onSend;
     this.onStop = onStop;
     this.input = h("textarea", { class: "composer-input", rows: 1, placeholder: "Message the agent…", "aria-label": "Message" });
     this.button = h("button", { class: "btn btn-primary composer-send", type: "submit" });
     this.hint = h("div", { class: "composer-hint" }, "Enter to send · Shift+Enter for a new line");
-    this.form = h("form", { class: "composer" }, h("div", { class: "composer-box" }, this.input, this.button), this.hint);
+    this.form = h("form", { class: "composer" }, h("div", { class: "composer-box" }, this.input, ...extra, this.button), this.hint);
     this.el = this.form;
     this.running = false;
     this.input.addEventListener("keydown", (event) => {

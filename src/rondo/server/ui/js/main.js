@@ -5,6 +5,7 @@
 import { Api, ApiError } from "./api.js";
 import { ChatView } from "./chat_view.js";
 import { Composer } from "./composer.js";
+import { LiveMic } from "./live_mic.js";
 import { Conversation } from "./conversation.js";
 import { askCredentials, Toasts } from "./dialogs.js";
 import { h, replace } from "./dom.js";
@@ -61,7 +62,12 @@ class App {
       actions: (item) => actions.for(item),
       children: (item) => childSessionIds(this.sessionIds, this.sessionId, item.callId).map((id) => ({ id, href: routeOf(this.app, id) })),
     });
-    this.composer = new Composer({ onSend: (text) => this.send(text), onStop: () => this.stop() });
+    this.mic = new LiveMic({
+      target: () => (this.sessionId ? { app: this.app, user: this.user, session: this.sessionId, token: this.api.token } : null),
+      onEvent: (ev) => this.conversation?.apply(ev),
+      onProblem: (text) => this.toasts.error(text, "Live call"),
+    });
+    this.composer = new Composer({ onSend: (text) => this.send(text), onStop: () => this.stop(), extra: [this.mic.el] });
     this.inspector = new Inspector({ loadArtifact: (name, version) => this.loadArtifact(name, version) });
     this.chatTitle = h("div", { class: "chat-title" });
     this.layout = h(
