@@ -1,0 +1,63 @@
+"""Issue 23 item 5, in the web UI: what a run showed live is what its stored records show
+after a reload or in a new tab — a model error's message, exact durations, the timeline — and
+the State tab edits the session's state through the PATCH session route."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests._require import require_module
+from tests.browser.conftest import WebServer, _start, _stop  # pyright: ignore[reportPrivateUsage]
+
+sync_api = require_module("playwright.sync_api", what="BROWSER", install="pip install playwright")
+expect = sync_api.expect
+expect.set_options(timeout=20_000)
+
+FAILING_AGENTS = Path(__file__).parent / "failing_agents"
+
+
+def _send(page: Any, text: str) -> None:
+    box = page.get_by_role("textbox", name="Message")
+    box.fill(text)
+    box.press("Enter")
+
+
+def _idle(page: Any) -> None:
+    expect(page.get_by_role("button", name="Send", exact=True)).to_be_visible()
+
+
+@pytest.fixture
+def flaky_server(browser: Any, tmp_path: Path) -> Iterator[WebServer]:
+    """`rondo web` over one app, `flaky`, whose model provider always fails."""
+    server = _start(tmp_path, agents_dir=FAILING_AGENTS)
+    try:
+        yield server
+    finally:
+        _stop(server)
+
+
+def test_23_a_model_error_shows_its_message_live_and_after_a_reload(
+    page: Any, flaky_server: WebServer
+) -> None:
+    page.goto(flaky_server.url + "/")
+    expect(page).to_have_url(re.compile(r"#/apps/flaky$"))
+    _send(page, "hello")
+    error = page.locator(".chat-list .msg-error")
+    expect(error).to_have_count(1)
+    expect(error).to_contain_text("provider said 503")
+    _idle(page)
+    live = page.locator(".chat-list").text_content() or ""
+    # The run ended on its error: no footer claims it ended with a model call.
+    expect(page.locator(".chat-list .run-footer")).to_have_count(0)
+
+    page.reload()
+    expect(page.locator(".chat-list .msg-user")).to_contain_text("hello")
+    expect(error).to_have_count(1)
+    expect(error).to_contain_text("ModelServerError: provider said 503")
+    expect(page.locator(".chat-list")).to_have_text(live)
+    expect(page.locator(".chat-list .run-footer")).to_have_count(0)
