@@ -61,3 +61,31 @@ def test_23_a_model_error_shows_its_message_live_and_after_a_reload(
     expect(error).to_contain_text("ModelServerError: provider said 503")
     expect(page.locator(".chat-list")).to_have_text(live)
     expect(page.locator(".chat-list .run-footer")).to_have_count(0)
+
+
+DURATIONS = """() => [...document.querySelectorAll(
+  '.chat-list .tool-duration, .chat-list .run-footer, .chat-list .msg-time')].map(
+  (el) => `${el.className}: ${el.textContent.trim()}`)"""
+
+
+def test_23_durations_after_a_reload_are_the_ones_the_live_view_showed(
+    page: Any, web: WebServer
+) -> None:
+    page.goto(web.url + "/")
+    expect(page).to_have_url(re.compile(r"#/apps/assistant$"))
+    _send(page, "count to 3")  # a tool that takes about 750 ms
+    expect(page.locator(".msg-agent .msg-text").last).to_contain_text("Counted.")
+    _idle(page)
+    _send(page, "weather in Oslo")
+    expect(page.locator(".msg-agent .msg-text").last).to_contain_text("in Oslo.")
+    _idle(page)
+    expect(page.locator(".chat-list .run-footer")).to_have_count(2)
+    page.wait_for_load_state("networkidle")  # the records the live view reads once a run ends
+    live = page.evaluate(DURATIONS)
+    assert len([d for d in live if d.startswith("tool-duration") and d.endswith("s")]) == 2, live
+    assert len([d for d in live if d.startswith("run-footer")]) == 2, live
+
+    page.reload()
+    expect(page.locator(".chat-list .run-footer")).to_have_count(2)
+    expect(page.locator(".chat-list .tool-duration")).to_have_count(2)
+    assert page.evaluate(DURATIONS) == live

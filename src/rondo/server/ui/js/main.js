@@ -8,6 +8,7 @@ import { Composer } from "./composer.js";
 import { Conversation } from "./conversation.js";
 import { askCredentials, Toasts } from "./dialogs.js";
 import { h, replace } from "./dom.js";
+import { adoptRecordedDurations } from "./durations.js";
 import { Header } from "./header.js";
 import { Inspector } from "./inspector.js";
 import { lifecycleFromRecords } from "./records_lifecycle.js";
@@ -414,7 +415,10 @@ class App {
     const key = this.key();
     try {
       const session = await this.api.getSession(this.app, this.user, this.sessionId);
-      if (key === this.key()) this.inspector.showSession(session, `rondo.timeline:${key}`);
+      if (key === this.key()) {
+        this.inspector.showSession(session, `rondo.timeline:${key}`);
+        if (this.conversation && !this.live.has(key)) adoptRecordedDurations(this.conversation, session.events);
+      }
     } catch (error) {
       this.toasts.error(error.message, "Could not refresh the session");
     }
