@@ -89,3 +89,43 @@ def test_23_durations_after_a_reload_are_the_ones_the_live_view_showed(
     expect(page.locator(".chat-list .run-footer")).to_have_count(2)
     expect(page.locator(".chat-list .tool-duration")).to_have_count(2)
     assert page.evaluate(DURATIONS) == live
+
+
+TIMELINE = """() => [...document.querySelectorAll('.timeline .row')].map(
+  (row) => row.textContent.replace(/\\s+/g, ' ').trim())"""
+
+
+def _timeline(page: Any) -> list[str]:
+    page.get_by_role("tab", name=re.compile("Timeline")).click()
+    expect(page.locator(".timeline .row").first).to_be_visible()
+    return page.evaluate(TIMELINE)
+
+
+def test_23_the_timeline_is_rebuilt_from_the_records_in_this_tab_and_a_new_one(
+    page: Any, web: WebServer, browser: Any, user_id: str
+) -> None:
+    page.goto(web.url + "/")
+    expect(page).to_have_url(re.compile(r"#/apps/assistant$"))
+    _send(page, "weather in Oslo")
+    expect(page.locator(".msg-agent .msg-text").last).to_contain_text("in Oslo.")
+    _idle(page)
+    _send(page, "delete /tmp/x")
+    card = page.locator('.tool-card[data-tool="delete_file"]').last
+    card.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.locator(".msg-agent .msg-text").last).to_contain_text("is deleted")
+    _idle(page)
+    page.wait_for_load_state("networkidle")
+    live = _timeline(page)
+    assert [r for r in live if "hitl_decided" in r], live
+    assert len([r for r in live if "run_end" in r]) == 3, live
+
+    # A link opened in a new tab: no sessionStorage of this tab, the same timeline.
+    other = page.context.new_page()
+    other.goto(page.url)
+    expect(other.locator(".chat-list .run-footer")).to_have_count(3)
+    assert _timeline(other) == live
+    other.close()
+
+    page.reload()
+    expect(page.locator(".chat-list .run-footer")).to_have_count(3)
+    assert _timeline(page) == live

@@ -84,22 +84,16 @@ class Timeline {
   }
 
   /**
-   * Show the timeline kept for `storageKey` (a session) in this tab's session storage, or,
-   * when this tab has none (a link opened in a new tab), `rebuilt`: the lifecycle events
-   * rebuilt from the session's records.
+   * Show the timeline of `key` (a session): `events`, the lifecycle events rebuilt from the
+   * session's stored records — never this tab's memory, so a reload, this tab after a run, and
+   * a link opened in a new tab all show the same timeline. A live run then appends to it.
    */
-  load(storageKey, rebuilt = []) {
-    this.storageKey = storageKey;
+  load(key, events = []) {
+    this.storageKey = key;
     this.events = [];
     this.list.replaceChildren();
     this.lastGroup = null;
-    let stored = [];
-    try {
-      stored = JSON.parse(sessionStorage.getItem(storageKey) || "[]");
-    } catch {
-      stored = [];
-    }
-    for (const ev of stored.length ? stored : rebuilt) this.push(ev, false);
+    for (const ev of events) this.push(ev);
     this.refreshEmpty();
   }
 
@@ -108,7 +102,7 @@ class Timeline {
     this.list.replaceChildren(h("div", { class: "panel-empty" }, "Lifecycle events of the runs you start here appear in this timeline."));
   }
 
-  push(ev, save = true) {
+  push(ev) {
     if (!this.events.length) this.list.replaceChildren();
     this.events.push(ev);
     if (ev.type === "run_start") this.runStart = ev.timestamp;
@@ -119,7 +113,6 @@ class Timeline {
     } else {
       this.list.append(this.row(ev));
     }
-    if (save) this.save();
   }
 
   row(ev) {
@@ -142,14 +135,6 @@ class Timeline {
     return row;
   }
 
-  save() {
-    if (!this.storageKey) return;
-    try {
-      sessionStorage.setItem(this.storageKey, JSON.stringify(this.events.slice(-TIMELINE_CAP)));
-    } catch {
-      // Storage full: the timeline stays on screen, it just will not survive a reload.
-    }
-  }
 }
 
 export class Inspector {
@@ -199,9 +184,13 @@ export class Inspector {
     this.closeDetail();
   }
 
-  /** `rebuilt`: the session's lifecycle rebuilt from its records, for an empty timeline. */
-  showSession(session, storageKey, rebuilt = []) {
-    if (storageKey !== this.timeline.storageKey) this.timeline.load(storageKey, rebuilt);
+  /**
+   * `rebuilt`: the session's lifecycle rebuilt from its records, shown as its timeline; without
+   * it the timeline stays as it is (another session's is emptied).
+   */
+  showSession(session, storageKey, rebuilt = null) {
+    if (rebuilt) this.timeline.load(storageKey, rebuilt);
+    else if (storageKey !== this.timeline.storageKey) this.timeline.load(storageKey);
     this.count("timeline", this.timeline.events.length);
     const state = session.state || {};
     replace(
