@@ -5,6 +5,7 @@ the State tab edits the session's state through the PATCH session route."""
 from __future__ import annotations
 
 import re
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -129,3 +130,43 @@ def test_23_the_timeline_is_rebuilt_from_the_records_in_this_tab_and_a_new_one(
     page.reload()
     expect(page.locator(".chat-list .run-footer")).to_have_count(3)
     assert _timeline(page) == live
+
+
+def test_23_the_state_tab_edits_the_state_through_the_patch_session_route(
+    page: Any, web: WebServer, user_id: str
+) -> None:
+    page.goto(web.url + "/")
+    expect(page).to_have_url(re.compile(r"#/apps/assistant$"))
+    _send(page, "save a note: buy milk")
+    expect(page.locator(".msg-agent .msg-text").last).to_contain_text("Saved.")
+    _idle(page)
+    session = page.url.rsplit("/", 1)[-1]
+    path = f"/apps/assistant/users/{user_id}/sessions/{session}"
+    page.get_by_role("tab", name=re.compile("State")).click()
+    page.get_by_text("Edit as JSON").click()
+    editor = page.get_by_role("textbox", name="State JSON")
+    save = page.get_by_role("button", name="Save state")
+    problem = page.locator(".state-editor [role=alert]")
+
+    editor.fill('{"notes": ["buy milk"], "mood":')
+    expect(problem).to_contain_text("Not valid JSON")
+    expect(save).to_be_disabled()
+    editor.fill('["not", "an", "object"]')
+    expect(problem).to_contain_text("must be a JSON object")
+
+    editor.fill('{"notes": ["buy milk", "and bread"], "mood": "calm"}')
+    save.click()
+    expect(page.locator(".facts + *")).to_contain_text("calm")
+    status, stored = web.get(path)
+    assert status == 200
+    assert stored["state"]["mood"] == "calm"
+    assert stored["state"]["notes"] == ["buy milk", "and bread"]
+
+    # A 4xx from the server (the session was deleted meanwhile) is shown, not swallowed.
+    request = urllib.request.Request(web.url + path, method="DELETE")
+    with urllib.request.urlopen(request, timeout=10):
+        pass
+    page.get_by_text("Edit as JSON").click()  # the saved state re-rendered the tab
+    editor.fill('{"mood": "tired"}')
+    save.click()
+    expect(problem).to_contain_text("Not saved")

@@ -4,6 +4,7 @@
 import { formatDuration, h, replace, shortId } from "./dom.js";
 import { jsonView, preview } from "./json_view.js";
 import { TraceView } from "./trace_view.js";
+import { stateEditor } from "./state_editor.js";
 
 const TIMELINE_CAP = 2000;
 
@@ -139,8 +140,9 @@ class Timeline {
 
 export class Inspector {
   /** `loadArtifact(name, version)` returns `{versions, part}` for the artifacts tab. */
-  constructor({ loadArtifact }) {
+  constructor({ loadArtifact, saveState = null }) {
     this.loadArtifact = loadArtifact;
+    this.saveState = saveState; // (delta) => Promise: the State tab's editor saves through it
     this.detailTitle = h("div", { class: "detail-title" });
     this.detailBody = h("div", { class: "detail-body" });
     this.detail = h("div", { class: "detail", hidden: true }, h("div", { class: "detail-head" }, this.detailTitle, h("button", { class: "btn btn-ghost btn-xs", type: "button", onClick: () => this.closeDetail() }, "Close")), this.detailBody);
@@ -197,6 +199,7 @@ export class Inspector {
       this.state,
       h("dl", { class: "facts" }, fact("Session", session.id), fact("User", session.userId), fact("Updated", session.lastUpdateTime ? new Date(session.lastUpdateTime * 1000).toLocaleString() : "")),
       Object.keys(state).length ? jsonView(state, { open: 2, copy: true }) : h("div", { class: "panel-empty" }, "The state is empty. Tools and callbacks write it."),
+      this.saveState ? stateEditor(state, this.saveState) : null,
     );
     this.count("state", Object.keys(state).length);
     this.showRecords(session.events || []);

@@ -57,7 +57,7 @@ class App {
     });
     this.chat = new ChatView({ onDecide: (card, decision, note) => this.decide(card, decision, note), actions: (item) => actions.for(item) });
     this.composer = new Composer({ onSend: (text) => this.send(text), onStop: () => this.stop() });
-    this.inspector = new Inspector({ loadArtifact: (name, version) => this.loadArtifact(name, version) });
+    this.inspector = new Inspector({ loadArtifact: (name, version) => this.loadArtifact(name, version), saveState: (delta) => this.saveState(delta) });
     this.chatTitle = h("div", { class: "chat-title" });
     this.layout = h(
       "div",
@@ -413,6 +413,13 @@ class App {
     }
     this.refreshArtifacts();
     this.refreshTrace();
+  }
+
+  /** The State tab's edit: a state delta through the PATCH session route, then the new state. */
+  async saveState(delta) {
+    const key = this.key();
+    const session = await this.api.updateSession(this.app, this.user, this.sessionId, delta);
+    if (key === this.key()) this.inspector.showSession(session, `rondo.timeline:${key}`);
   }
 
   async refreshTrace() {
