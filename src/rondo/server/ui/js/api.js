@@ -90,6 +90,10 @@ export class Api {
   sessionTrace(app, id) {
     return this.json("GET", `/dev/apps/${enc(app)}/debug/trace/session/${enc(id)}`);
   }
+  /** Apply a state delta without a run (the PATCH session route); answers the session. */
+  updateSession(app, user, id, stateDelta) {
+    return this.json("PATCH", this.sessionPath(app, user, id), { stateDelta });
+  }
   deleteSession(app, user, id) {
     return this.json("DELETE", this.sessionPath(app, user, id));
   }

@@ -243,7 +243,7 @@ const LIVE = {
     }
     if (ev.pending?.length) c._setPending(ev.pending);
     const pendingKeys = (ev.pending || []).map((raw) => normalizePending(raw).cardKey);
-    c._add({ kind: "run", metrics: ev.metrics || {}, abnormal: Boolean(ev.is_abnormal), pending: pendingKeys.length, pendingKeys });
+    c._add({ kind: "run", invocationId: ev.invocation_id, metrics: ev.metrics || {}, abnormal: Boolean(ev.is_abnormal), pending: pendingKeys.length, pendingKeys });
   },
   user_message(c, ev) {
     c.addUser(ev.text, ev.invocation_id); // only in a session rebuilt from its records

@@ -4,6 +4,7 @@
 import { formatDuration, h, replace, shortId } from "./dom.js";
 import { jsonView, preview } from "./json_view.js";
 import { TraceView } from "./trace_view.js";
+import { stateEditor } from "./state_editor.js";
 
 const TIMELINE_CAP = 2000;
 
@@ -84,22 +85,16 @@ class Timeline {
   }
 
   /**
-   * Show the timeline kept for `storageKey` (a session) in this tab's session storage, or,
-   * when this tab has none (a link opened in a new tab), `rebuilt`: the lifecycle events
-   * rebuilt from the session's records.
+   * Show the timeline of `key` (a session): `events`, the lifecycle events rebuilt from the
+   * session's stored records — never this tab's memory, so a reload, this tab after a run, and
+   * a link opened in a new tab all show the same timeline. A live run then appends to it.
    */
-  load(storageKey, rebuilt = []) {
-    this.storageKey = storageKey;
+  load(key, events = []) {
+    this.storageKey = key;
     this.events = [];
     this.list.replaceChildren();
     this.lastGroup = null;
-    let stored = [];
-    try {
-      stored = JSON.parse(sessionStorage.getItem(storageKey) || "[]");
-    } catch {
-      stored = [];
-    }
-    for (const ev of stored.length ? stored : rebuilt) this.push(ev, false);
+    for (const ev of events) this.push(ev);
     this.refreshEmpty();
   }
 
@@ -108,7 +103,7 @@ class Timeline {
     this.list.replaceChildren(h("div", { class: "panel-empty" }, "Lifecycle events of the runs you start here appear in this timeline."));
   }
 
-  push(ev, save = true) {
+  push(ev) {
     if (!this.events.length) this.list.replaceChildren();
     this.events.push(ev);
     if (ev.type === "run_start") this.runStart = ev.timestamp;
@@ -119,7 +114,6 @@ class Timeline {
     } else {
       this.list.append(this.row(ev));
     }
-    if (save) this.save();
   }
 
   row(ev) {
@@ -142,20 +136,13 @@ class Timeline {
     return row;
   }
 
-  save() {
-    if (!this.storageKey) return;
-    try {
-      sessionStorage.setItem(this.storageKey, JSON.stringify(this.events.slice(-TIMELINE_CAP)));
-    } catch {
-      // Storage full: the timeline stays on screen, it just will not survive a reload.
-    }
-  }
 }
 
 export class Inspector {
   /** `loadArtifact(name, version)` returns `{versions, part}` for the artifacts tab. */
-  constructor({ loadArtifact }) {
+  constructor({ loadArtifact, saveState = null }) {
     this.loadArtifact = loadArtifact;
+    this.saveState = saveState; // (delta) => Promise: the State tab's editor saves through it
     this.detailTitle = h("div", { class: "detail-title" });
     this.detailBody = h("div", { class: "detail-body" });
     this.detail = h("div", { class: "detail", hidden: true }, h("div", { class: "detail-head" }, this.detailTitle, h("button", { class: "btn btn-ghost btn-xs", type: "button", onClick: () => this.closeDetail() }, "Close")), this.detailBody);
@@ -199,15 +186,20 @@ export class Inspector {
     this.closeDetail();
   }
 
-  /** `rebuilt`: the session's lifecycle rebuilt from its records, for an empty timeline. */
-  showSession(session, storageKey, rebuilt = []) {
-    if (storageKey !== this.timeline.storageKey) this.timeline.load(storageKey, rebuilt);
+  /**
+   * `rebuilt`: the session's lifecycle rebuilt from its records, shown as its timeline; without
+   * it the timeline stays as it is (another session's is emptied).
+   */
+  showSession(session, storageKey, rebuilt = null) {
+    if (rebuilt) this.timeline.load(storageKey, rebuilt);
+    else if (storageKey !== this.timeline.storageKey) this.timeline.load(storageKey);
     this.count("timeline", this.timeline.events.length);
     const state = session.state || {};
     replace(
       this.state,
       h("dl", { class: "facts" }, fact("Session", session.id), fact("User", session.userId), fact("Updated", session.lastUpdateTime ? new Date(session.lastUpdateTime * 1000).toLocaleString() : "")),
       Object.keys(state).length ? jsonView(state, { open: 2, copy: true }) : h("div", { class: "panel-empty" }, "The state is empty. Tools and callbacks write it."),
+      this.saveState ? stateEditor(state, this.saveState) : null,
     );
     this.count("state", Object.keys(state).length);
     this.showRecords(session.events || []);

@@ -9,6 +9,7 @@ import { LiveMic } from "./live_mic.js";
 import { Conversation } from "./conversation.js";
 import { askCredentials, Toasts } from "./dialogs.js";
 import { h, replace } from "./dom.js";
+import { adoptRecordedDurations } from "./durations.js";
 import { Header } from "./header.js";
 import { Inspector } from "./inspector.js";
 import { childSessionIds } from "./nested_sessions.js";
@@ -68,7 +69,7 @@ class App {
       onProblem: (text) => this.toasts.error(text, "Live call"),
     });
     this.composer = new Composer({ onSend: (text) => this.send(text), onStop: () => this.stop(), extra: [this.mic.el] });
-    this.inspector = new Inspector({ loadArtifact: (name, version) => this.loadArtifact(name, version) });
+    this.inspector = new Inspector({ loadArtifact: (name, version) => this.loadArtifact(name, version), saveState: (delta) => this.saveState(delta) });
     this.chatTitle = h("div", { class: "chat-title" });
     this.layout = h(
       "div",
@@ -201,8 +202,7 @@ class App {
         this.setChatTitle(titles.get(key));
       }
       this.chat.show(this.conversation, [h("h2", {}, "An empty session"), h("p", {}, "Type a message below and press Enter.")]);
-      const rebuilt = lifecycleFromRecords(session.events, pending).filter((ev) => ev.type !== "user_message");
-      this.inspector.showSession(session, `rondo.timeline:${key}`, rebuilt);
+      this.inspector.showSession(session, `rondo.timeline:${key}`, rejoined ? null : timelineOf(session, pending));
       this.refreshArtifacts();
       this.refreshTrace();
       this.composer.focus();
@@ -291,7 +291,6 @@ class App {
       return;
     }
     titles.remove(this.key(id));
-    sessionStorage.removeItem(`rondo.timeline:${this.key(id)}`);
     if (id === this.sessionId) this.go(this.app, null);
     this.refreshSessions();
   }
@@ -416,31 +415,32 @@ class App {
   }
 
   recordLifecycle(key, ev) {
-    if (key === this.key()) {
-      this.inspector.pushLifecycle(ev);
-      return;
-    }
-    const storageKey = `rondo.timeline:${key}`;
-    try {
-      const stored = JSON.parse(sessionStorage.getItem(storageKey) || "[]");
-      stored.push(ev);
-      sessionStorage.setItem(storageKey, JSON.stringify(stored.slice(-2000)));
-    } catch {
-      // Storage full: this run's timeline is not kept.
-    }
+    // Another session's run: its timeline is rebuilt from its records when it is opened.
+    if (key === this.key()) this.inspector.pushLifecycle(ev);
   }
 
   async refreshDetails() {
     if (!this.sessionId) return;
     const key = this.key();
     try {
-      const session = await this.api.getSession(this.app, this.user, this.sessionId);
-      if (key === this.key()) this.inspector.showSession(session, `rondo.timeline:${key}`);
+      const [session, pending] = await Promise.all([this.api.getSession(this.app, this.user, this.sessionId), this.loadPending(this.sessionId)]);
+      if (key === this.key()) {
+        const rebuilt = this.live.has(key) ? null : timelineOf(session, pending);
+        this.inspector.showSession(session, `rondo.timeline:${key}`, rebuilt);
+        if (this.conversation && !this.live.has(key)) adoptRecordedDurations(this.conversation, session.events);
+      }
     } catch (error) {
       this.toasts.error(error.message, "Could not refresh the session");
     }
     this.refreshArtifacts();
     this.refreshTrace();
+  }
+
+  /** The State tab's edit: a state delta through the PATCH session route, then the new state. */
+  async saveState(delta) {
+    const key = this.key();
+    const session = await this.api.updateSession(this.app, this.user, this.sessionId, delta);
+    if (key === this.key()) this.inspector.showSession(session, `rondo.timeline:${key}`);
   }
 
   async refreshTrace() {
@@ -473,6 +473,11 @@ class App {
     this.setChatTitle("Not connected");
     this.chat.show(null, [h("h2", {}, "The server could not be reached"), h("p", {}, error.message), h("button", { class: "btn", type: "button", onClick: () => location.reload() }, "Try again")]);
   }
+}
+
+/** A session's timeline: the lifecycle events rebuilt from its stored records. */
+function timelineOf(session, pending) {
+  return lifecycleFromRecords(session.events, pending).filter((ev) => ev.type !== "user_message");
 }
 
 function noApps() {

@@ -7,6 +7,9 @@
 
 export const CONFIRMATION_TOOL = "adk_request_confirmation";
 
+// The `customMetadata` key of the record a failed run ends on (the runner's `FAILURE`).
+export const FAILURE = "rondo:failure";
+
 const seconds = (ts) => (typeof ts === "number" ? ts : 0);
 
 function partsOf(record) {
@@ -57,9 +60,13 @@ export function lifecycleFromRecords(records, pending = []) {
     const waiting = [];
     out.push({ type: "run_start", ...base, timestamp: seconds(first.timestamp), resumed: false });
     let previous = seconds(first.timestamp);
+    let failed = false;
     for (const record of inv.records) {
       const at = seconds(record.timestamp);
-      if (record.author === "user") {
+      if (isFailure(record)) {
+        out.push(failureEvent(record, base, at));
+        failed = true;
+      } else if (record.author === "user") {
         userRecord(record, base, at, out, guarded);
         toolResults(record, base, at, out, calls); // a long-running call's delivered result
       } else if (isToolResults(record)) {
@@ -76,12 +83,28 @@ export function lifecycleFromRecords(records, pending = []) {
       }
       previous = at;
     }
+    // A failed run's stream ends on its error: no pending calls, no run footer.
+    if (failed && isFailure(last)) continue;
     metrics.duration_ms = Math.max(0, (seconds(last.timestamp) - seconds(first.timestamp)) * 1000);
     if (waiting.length) out.push({ type: "hitl_pending", ...base, timestamp: seconds(last.timestamp), pending: waiting });
     const left = waiting.filter((p) => stillPending.has(p.call_id));
     out.push({ type: "run_end", ...base, timestamp: seconds(last.timestamp), metrics, pending: left, is_abnormal: false, rebuilt: true });
   }
   return out;
+}
+
+/** Whether `record` is the one a failed run ended on (the runner marks it `rondo:failure`). */
+export function isFailure(record) {
+  return Boolean(record.customMetadata && FAILURE in record.customMetadata);
+}
+
+/**
+ * The stream's `error` event a failed run ended on, as the live view received it: the text
+ * is the server's `"Type: message"` (the record keeps the type as its `errorCode`).
+ */
+function failureEvent(record, base, at) {
+  const error = [record.errorCode, record.errorMessage].filter(Boolean).join(": ") || "The run failed.";
+  return { type: "error", ...base, timestamp: at, error, error_code: record.errorCode || null, rebuilt: true };
 }
 
 function userRecord(record, base, at, out, guarded) {
