@@ -196,13 +196,21 @@ async def _update_case(
     path.write_text(json.dumps(data, indent=2), encoding="utf-8")
 
 
-for _case_path in (
-    "/dev/apps/{app_name}/eval-sets/{eval_set_id}/eval-cases/{eval_case_id}",
-    "/dev/apps/{app_name}/eval_sets/{eval_set_id}/evals/{eval_case_id}",
+# ADK serves each under a current and a legacy path; the OpenAPI ids name which is which
+# (FastAPI's own ids would clash: "eval-cases" and "eval_cases" make the same one).
+for _case_path, _kind in (
+    ("/dev/apps/{app_name}/eval-sets/{eval_set_id}/eval-cases/{eval_case_id}", ""),
+    ("/dev/apps/{app_name}/eval_sets/{eval_set_id}/evals/{eval_case_id}", "_legacy"),
 ):
-    router.add_api_route(_case_path, _get_case, methods=["GET"])
-    router.add_api_route(_case_path, _delete_case, methods=["DELETE"])
-    router.add_api_route(_case_path, _update_case, methods=["PUT"])
+    router.add_api_route(
+        _case_path, _get_case, methods=["GET"], operation_id="get_eval_case" + _kind
+    )
+    router.add_api_route(
+        _case_path, _delete_case, methods=["DELETE"], operation_id="delete_eval_case" + _kind
+    )
+    router.add_api_route(
+        _case_path, _update_case, methods=["PUT"], operation_id="update_eval_case" + _kind
+    )
 
 
 def _history(request: Request, app_name: str) -> Path:
@@ -239,8 +247,10 @@ async def _get_result(app_name: str, eval_result_id: str, request: Request) -> R
     return _json(_camel(data))
 
 
-for _result_path in (
-    "/dev/apps/{app_name}/eval-results/{eval_result_id}",
-    "/dev/apps/{app_name}/eval_results/{eval_result_id}",
+for _result_path, _kind in (
+    ("/dev/apps/{app_name}/eval-results/{eval_result_id}", ""),
+    ("/dev/apps/{app_name}/eval_results/{eval_result_id}", "_legacy"),
 ):
-    router.add_api_route(_result_path, _get_result, methods=["GET"])
+    router.add_api_route(
+        _result_path, _get_result, methods=["GET"], operation_id="get_eval_result" + _kind
+    )
