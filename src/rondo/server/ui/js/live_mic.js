@@ -37,8 +37,9 @@ export class LiveMic {
   /**
    * `target()` → `{ app, user, session, token }` or null when no session is open;
    * `onEvent(event)` gets each lifecycle event; `onProblem(text)` what went wrong.
+   * @param {{ target: () => any, onEvent: (event: any) => void, onProblem?: (text: string) => void }} options
    */
-  constructor({ target, onEvent, onProblem = () => {} }) {
+  constructor({ target, onEvent, onProblem = (_text) => {} }) {
     this.target = target;
     this.onEvent = onEvent;
     this.onProblem = onProblem;
