@@ -72,6 +72,12 @@ if TYPE_CHECKING:
         TransferError,
     )
     from rondo.events import Event, EventActions, PendingCall, ToolConfirmation
+    from rondo.flow.context_strategies import (
+        ContextStrategy,
+        SlidingWindow,
+        Summarizing,
+        ToolResultTrimming,
+    )
     from rondo.guardrails import (
         GuardrailFunctionOutput,
         InputGuardrail,
@@ -133,6 +139,10 @@ _EXPORTS: dict[str, str] = {
     "EventActions": "rondo.events",
     "ToolConfirmation": "rondo.events",
     "PendingCall": "rondo.events",
+    "ContextStrategy": "rondo.flow.context_strategies",
+    "SlidingWindow": "rondo.flow.context_strategies",
+    "Summarizing": "rondo.flow.context_strategies",
+    "ToolResultTrimming": "rondo.flow.context_strategies",
     "BaseTool": "rondo.tools.base",
     "BaseToolset": "rondo.tools.base",
     "FunctionTool": "rondo.tools.function",
@@ -213,6 +223,7 @@ __all__ = [
     "ConfigurationError",
     "Content",
     "ContentsError",
+    "ContextStrategy",
     "DuplicateAgentNameError",
     "DurableReplayError",
     "Event",
@@ -276,9 +287,11 @@ __all__ = [
     "SessionError",
     "SessionExistsError",
     "SessionNotFoundError",
+    "SlidingWindow",
     "SqlSessionService",
     "StaleSessionError",
     "StoreUnavailableError",
+    "Summarizing",
     "Team",
     "ToolArgumentsError",
     "ToolConfirmation",
@@ -289,6 +302,7 @@ __all__ = [
     "ToolNotFoundError",
     "ToolOutputGuardrail",
     "ToolResultError",
+    "ToolResultTrimming",
     "ToolTimeoutError",
     "TransferError",
     "Usage",

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from rondo import Agent, Content, Event, EventActions, FunctionCall, Part, Plugin, RunConfig, Runner
-from rondo.compaction import CompactionConfig, estimate_context, select_window
 from rondo.events import EventCompaction
+from rondo.flow.compaction import CompactionConfig, estimate_context, select_window
 from rondo.lifecycle import ContextSize
 from rondo.models import ModelRequest, ModelResponse
 from rondo.testing import ScriptedModel, check_stream

@@ -12,8 +12,8 @@ import pytest
 from pydantic import BaseModel
 
 from rondo import Agent, Content, Event, FunctionCall, FunctionTool, Runner, Team
-from rondo.compaction import CompactionConfig
 from rondo.context import ReadonlyContext
+from rondo.flow.compaction import CompactionConfig
 from rondo.flow.contents import build_contents
 from rondo.flow.processors import DEFAULT_REQUEST_PROCESSORS
 from rondo.lifecycle import ReasonStart, RunEnd

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from rondo.context import InvocationContext
     from rondo.events import Event
+    from rondo.flow.context_strategies import ContextStrategy
     from rondo.hooks import (
         AfterAgentCallback,
         AfterModelCallback,
@@ -83,6 +84,7 @@ class Agent(BaseAgent):
         output_guardrails: Sequence[Any] = (),
         tool_input_guardrails: Sequence[Any] = (),
         tool_output_guardrails: Sequence[Any] = (),
+        context_strategies: ContextStrategy | Sequence[ContextStrategy] | None = None,
     ) -> None:
         super().__init__(
             name=name,
@@ -194,6 +196,12 @@ class Agent(BaseAgent):
         self.tool_output_guardrails: tuple[ToolOutputGuardrail, ...] = as_guardrails(
             tool_output_guardrails, ToolOutputGuardrail, "tool_output_guardrails"
         )
+        # K3: what the model sees of a long history (`rondo.flow.context_strategies`).
+        self.context_strategies: tuple[ContextStrategy, ...] = ()
+        if context_strategies is not None:
+            from rondo.flow.context_strategies import normalize_strategies
+
+            self.context_strategies = normalize_strategies(context_strategies)
         self._default_runner: Runner | None = None
 
     transfers = True

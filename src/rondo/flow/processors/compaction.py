@@ -1,4 +1,5 @@
-"""P6: compaction before the contents are built, so this request already sees the summary."""
+"""P6: compaction (and every context strategy's `prepare`) before the contents are built, so
+this request already sees the summary."""
 
 from __future__ import annotations
 
@@ -6,11 +7,15 @@ import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING, cast
 
+from rondo.flow.compaction import compact, estimate_context
+from rondo.flow.context_strategies import Summarizing, summarizing_config
 from rondo.lifecycle import ContextSize
 from rondo.models.base import ModelRequest
+from rondo.run_config import CompactionConfig
 
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
+    from rondo.flow.context_strategies import ContextStrategy
     from rondo.flow.loop import Flow
     from rondo.lifecycle import Item
 
@@ -20,11 +25,17 @@ logger = logging.getLogger("rondo.compaction")
 def compaction_processor(
     flow: Flow, ctx: InvocationContext, request: ModelRequest
 ) -> AsyncGenerator[Item, None] | None:
+    strategies = flow.agent.context_strategies
     config = ctx.run_config.compaction
-    if config is None:
+    preparers: tuple[ContextStrategy, ...] = ()
+    if strategies:  # nothing to compute (no call) for an agent without strategies
+        # An agent's own Summarizing wins over the run's compaction config.
+        config = summarizing_config(strategies) or config
+        preparers = tuple(s for s in strategies if s.prepares and not isinstance(s, Summarizing))
+    if config is None and not preparers:
         # V1: the context size goes out before every round, compaction or not.
         return _size(flow, ctx) if ctx.observe else None
-    return _compact(flow, ctx, config)
+    return _compact(flow, ctx, config, preparers)
 
 
 async def _context_length(flow: Flow) -> int | None:
@@ -41,8 +52,6 @@ async def _context_length(flow: Flow) -> int | None:
 
 
 async def _size(flow: Flow, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
-    from rondo.compaction import estimate_context
-
     now = estimate_context(ctx.session.events, ctx.branch, ctx.isolation_scope)
     yield ContextSize(
         **ctx.correlation(),
@@ -53,19 +62,24 @@ async def _size(flow: Flow, ctx: InvocationContext) -> AsyncGenerator[Item, None
 
 
 async def _compact(
-    flow: Flow, ctx: InvocationContext, config: object
+    flow: Flow,
+    ctx: InvocationContext,
+    config: CompactionConfig | None,
+    preparers: tuple[ContextStrategy, ...],
 ) -> AsyncGenerator[Item, None]:
-    from rondo.compaction import CompactionConfig, compact, estimate_context
-
-    assert isinstance(config, CompactionConfig)
     before = estimate_context(ctx.session.events, ctx.branch, ctx.isolation_scope)
     tokens_before, messages_before = before.tokens, before.message_count
     compressed = False
-    if tokens_before > config.token_threshold:
+    if config is not None and tokens_before > config.token_threshold:
         try:
             compressed = await compact(ctx, config, flow.model)
         except Exception:  # K1: an optimization that failed must not fail the invocation
             logger.warning("compaction failed; continuing without it", exc_info=True)
+    for strategy in preparers:
+        try:
+            compressed = await strategy.prepare(ctx, flow.model) or compressed
+        except Exception:  # like compaction: a strategy shapes the request, never fails it
+            logger.warning("context strategy %r failed; continuing", strategy, exc_info=True)
     if not ctx.observe:
         return
     after = estimate_context(ctx.session.events, ctx.branch, ctx.isolation_scope)

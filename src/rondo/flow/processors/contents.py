@@ -1,10 +1,12 @@
-"""P7: the history the model sees, from the incremental contents view (SPEC C)."""
+"""P7: the history the model sees, from the incremental contents view (SPEC C), shaped by the
+agent's context strategies (K3)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from rondo.flow.contents import NUDGE_TEXT, build_contents
+from rondo.flow.context_strategies import summarizing_config
 from rondo.models.base import ModelRequest
 from rondo.types import Content, Part
 
@@ -15,15 +17,22 @@ if TYPE_CHECKING:
 
 def contents_processor(flow: Flow, ctx: InvocationContext, request: ModelRequest) -> None:
     agent = flow.agent
+    strategies = agent.context_strategies
+    compaction = ctx.run_config.compaction is not None or (
+        bool(strategies) and summarizing_config(strategies) is not None
+    )
     contents = build_contents(
         ctx.session.events,
         agent_name=agent.name,
         branch=ctx.branch,
         isolation_scope=ctx.isolation_scope,
         current_turn_only=agent.include_contents == "none",
-        compaction=ctx.run_config.compaction is not None,
+        compaction=compaction,
         invocation_id=ctx.invocation_id,
     )
+    for strategy in strategies:
+        if strategy.views:
+            contents = strategy.view(contents, ctx)
     if ctx.isolation_scope and agent.mode != "chat" and ctx.user_content is not None:
         # C2: a scoped task agent sees none of its parent's events; its task input is
         # synthesized from the delegating call instead.

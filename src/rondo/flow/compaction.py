@@ -30,7 +30,10 @@ if TYPE_CHECKING:
     from rondo.context import InvocationContext
     from rondo.models.base import Model
 
-__all__ = ["CompactionConfig", "ContextEstimate", "compact", "estimate_context"]
+__all__ = ["SUMMARY_PREFIX", "CompactionConfig", "ContextEstimate", "compact", "estimate_context"]
+
+# How a summary record's text starts (a window keeps a leading summary by it).
+SUMMARY_PREFIX = "Summary of the earlier conversation:\n"
 
 logger = logging.getLogger("rondo.compaction")
 
@@ -211,7 +214,7 @@ async def compact(ctx: InvocationContext, config: CompactionConfig, model: Model
                 end_timestamp=window[-1].timestamp,
                 compacted_content=Content(
                     role="user",
-                    parts=[Part(text=f"Summary of the earlier conversation:\n{summary}")],
+                    parts=[Part(text=f"{SUMMARY_PREFIX}{summary}")],
                 ),
             )
         ),
