@@ -30,7 +30,14 @@ if TYPE_CHECKING:
     from rondo.context import InvocationContext
     from rondo.models.base import Model
 
-__all__ = ["SUMMARY_PREFIX", "CompactionConfig", "ContextEstimate", "compact", "estimate_context"]
+__all__ = [
+    "SUMMARY_PREFIX",
+    "CompactionConfig",
+    "ContextEstimate",
+    "compact",
+    "content_chars",
+    "estimate_context",
+]
 
 # How a summary record's text starts (a window keeps a leading summary by it).
 SUMMARY_PREFIX = "Summary of the earlier conversation:\n"
@@ -38,10 +45,8 @@ SUMMARY_PREFIX = "Summary of the earlier conversation:\n"
 logger = logging.getLogger("rondo.compaction")
 
 
-def _chars(event: Event) -> int:
-    content = event.content
-    if content is None:
-        return len(event.input_transcription or "") + len(event.output_transcription or "")
+def content_chars(content: Content) -> int:
+    """The K2 size of a message in characters: text, and calls and results as JSON."""
     total = 0
     for part in content.parts:
         if part.text:
@@ -51,6 +56,13 @@ def _chars(event: Event) -> int:
         elif part.function_response is not None:
             total += len(json.dumps(part.function_response.response, default=str)) + 16
     return total
+
+
+def _chars(event: Event) -> int:
+    content = event.content
+    if content is None:
+        return len(event.input_transcription or "") + len(event.output_transcription or "")
+    return content_chars(content)
 
 
 class ContextEstimate:

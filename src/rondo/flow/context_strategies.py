@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rondo.errors import ConfigurationError
-from rondo.flow.compaction import SUMMARY_PREFIX, compact, estimate_context
+from rondo.flow.compaction import SUMMARY_PREFIX, compact, content_chars, estimate_context
 from rondo.flow.contents import NUDGE_TEXT
 from rondo.run_config import CompactionConfig
 from rondo.types import Content, FunctionResponse, Part
@@ -125,29 +125,15 @@ def _is_summary(content: Content) -> bool:
     return bool(content.role == "user" and first and (first.text or "").startswith(SUMMARY_PREFIX))
 
 
-def _chars(content: Content) -> int:
-    total = 0
-    for part in content.parts:
-        if part.text:
-            total += len(part.text)
-        elif part.function_call is not None:
-            total += len(json.dumps(part.function_call.args, default=str)) + 16
-        elif part.function_response is not None:
-            total += len(json.dumps(part.function_response.response, default=str)) + 16
-        elif part.inline_data is not None:
-            total += len(part.inline_data.data)
-    return total
-
-
 def _cached_chars(ctx: InvocationContext, content: Content) -> int:
-    """`_chars` memoized on the session's log: records are immutable and shared between steps."""
+    """`content_chars` memoized on the session's log: records are immutable and shared between steps."""
     memo: dict[int, tuple[Content, int]] = ctx.session.events.log.derived.setdefault(
         ("context_chars",), {}
     )
     hit = memo.get(id(content))
     if hit is not None and hit[0] is content:
         return hit[1]
-    size = _chars(content)
+    size = content_chars(content)
     memo[id(content)] = (content, size)
     return size
 
