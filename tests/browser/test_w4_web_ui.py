@@ -400,3 +400,50 @@ def test_w4_a_long_running_calls_result_is_delivered_from_its_card(page: Any, we
     page.reload()
     expect(card.locator(".badge")).to_have_text("Done")
     expect(card).to_contain_text('"status": "refunded"')
+
+
+def test_w4_a_message_sent_while_a_session_opens_shows_its_answer(
+    page: Any, web: Any, user_id: str
+) -> None:
+    """A slow server: "New session", then a message at once. The message waits for the new
+    session to be on screen, goes to it, and its answer shows (it used to stream into the
+    previous session's conversation object, off screen)."""
+    open_app(page, web)
+    send(page, "first")
+    expect(page.locator(".msg-agent .msg-text").last).to_have_text("You said: first")
+    wait_idle(page)
+    before = session_id(page)
+    page.evaluate(SLOW_SESSION_READS)
+
+    page.get_by_role("button", name="New session").click()
+    send(page, "second")
+
+    expect(page.locator(".msg-agent .msg-text").last).to_have_text("You said: second")
+    page.wait_for_function("() => window.__slowReads === 0")  # the new session has opened
+    expect(page.locator(".msg-agent .msg-text")).to_have_text(["You said: second"])
+    after = session_id(page)
+    assert after != before
+    status, stored = stored_session(web, user_id, after)
+    assert status == 200
+    said = [p["text"] for e in stored["events"] for p in e["content"]["parts"] if p.get("text")]
+    assert said == ["second", "You said: second"]
+
+
+# Every read of one session (GET .../sessions/{id}) answers 0.8 s late, as on a slow link.
+SLOW_SESSION_READS = r"""() => {
+  const real = window.fetch;
+  window.__slowReads = 0;
+  window.fetch = async (input, init) => {
+    const url = String(input instanceof Request ? input.url : input);
+    const read = !init || !init.method || init.method === 'GET';
+    if (!read || !/\/sessions\/[^/?]+(\?|$)/.test(url)) return real(input, init);
+    window.__slowReads += 1;
+    try {
+      const response = await real(input, init);  // read now, answer late
+      await new Promise((r) => setTimeout(r, 800));
+      return response;
+    } finally {
+      window.__slowReads -= 1;
+    }
+  };
+}"""

@@ -44,6 +44,10 @@ class App {
     this.sessionId = null;
     this.conversation = null;
     this.live = new Map(); // session key -> {conversation, controller} of a streaming run
+    // The session being created or opened: a message sent meanwhile waits for it, so it never
+    // lands in the conversation (or the session) that was on screen before.
+    /** @type {Promise<void>} */
+    this.opening = Promise.resolve();
     this.toasts = new Toasts();
     this.header = new Header({
       onApp: (name) => this.go(name, null),
@@ -109,10 +113,12 @@ class App {
     await this.route();
   }
 
+  /** Show `app`/`session` and record it in the URL; resolves once it is on screen. */
   go(app, session) {
     const target = app ? routeOf(app, session) : "#/";
-    if (location.hash !== target) location.hash = target;
-    else this.route();
+    // pushState fires no hashchange: the route is shown here, once, and can be awaited.
+    if (location.hash !== target) history.pushState(null, "", target);
+    return this.route();
   }
 
   // -- routing -------------------------------------------------------------------------------
@@ -138,7 +144,10 @@ class App {
     this.sessionId = session;
     if (appChanged || !session) this.refreshSessions();
     else this.sessions.setActive(session);
-    if (session) await this.openSession(session);
+    if (session) {
+      this.opening = this.openSession(session);
+      await this.opening;
+    }
     else this.showDraft();
   }
 
@@ -272,15 +281,19 @@ class App {
     if (found.some(Boolean) && app === this.app && user === this.user) this.sessions.render();
   }
 
-  async newSession() {
+  newSession() {
     if (!this.app) return;
-    try {
-      const session = await this.api.createSession(this.app, this.user);
-      this.go(this.app, session.id);
-      this.refreshSessions();
-    } catch (error) {
-      this.toasts.error(error.message, "Could not create a session");
-    }
+    const app = this.app;
+    this.opening = (async () => {
+      try {
+        const session = await this.api.createSession(app, this.user);
+        if (app !== this.app) return; // the user moved to another app meanwhile
+        await this.go(app, session.id);
+        this.refreshSessions();
+      } catch (error) {
+        this.toasts.error(error.message, "Could not create a session");
+      }
+    })();
   }
 
   async deleteSession(id) {
@@ -324,6 +337,7 @@ class App {
   // -- runs ----------------------------------------------------------------------------------
 
   async send(text) {
+    await this.opening;
     if (!this.app || this.live.has(this.key())) return;
     const conversation = this.conversation || new Conversation();
     conversation.addUser(text);
