@@ -7,6 +7,7 @@ calling test skips naming what is missing (fails under `RONDO_REQUIRE_NODE=1`).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import shutil
 import subprocess
@@ -23,6 +24,15 @@ RunScript = Callable[..., Any]
 
 
 def _install() -> None:
+    # Test files run on several xdist workers: one installs, the others wait (`npm ci` first
+    # deletes node_modules, so two at once would break each other).
+    JS.joinpath(".install.lock").touch()
+    with JS.joinpath(".install.lock").open() as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        _install_locked()
+
+
+def _install_locked() -> None:
     lock = JS / "package-lock.json"
     stamp = JS / "node_modules" / ".rondo-lock"
     if stamp.is_file() and stamp.read_text() == lock.read_text():
