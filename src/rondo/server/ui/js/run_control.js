@@ -51,15 +51,18 @@ export class RunControl {
 
   // -- streaming ------------------------------------------------------------------------------
 
-  /** Start a run of `text`; yields its lifecycle events. */
-  start({ app, user, session, text, key, signal }) {
+  /** Start a run of the message `parts` (text, files as inline data); yields its lifecycle events. */
+  start({ app, user, session, parts, key, signal }) {
     const body = {
       appName: app,
       userId: user,
       sessionId: session,
-      newMessage: { role: "user", parts: [{ text }] },
+      newMessage: { role: "user", parts },
       streaming: true,
       onDisconnect: "continue", // a reload rejoins; Stop cancels on the server
+      // A message's files are kept as the session's artifacts (the stored message refers to
+      // them), and each run gives the model the files of the history from there (issue 22).
+      runConfig: { saveInputBlobsAsArtifacts: true },
     };
     this.live.set(key, { runId: "", lastEventId: "", seen: [] });
     return this.follow(key, this.api.fetch("POST", "/run_lifecycle", body, { accept: "text/event-stream", signal }), signal);
