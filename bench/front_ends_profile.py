@@ -1,13 +1,15 @@
 """What one run costs on each front-end route beside `/run_lifecycle`, in Python calls and CPU
 (issue 22 item 6): deterministic counts where bench/front_ends.py's runs/s are noisy.
 
-    .venv/bin/python bench/front_ends_profile.py                  # calls and CPU µs per run
+    .venv/bin/python bench/front_ends_profile.py                  # calls, chunks, CPU µs per run
     .venv/bin/python bench/front_ends_profile.py --cprofile ai_sdk  # and that route's top functions
 
 The app is driven in-process through ASGI (bench/server_profile.py's `call`), on
 bench/server.py's deterministic agent; each run is what bench/front_ends.py's clients send:
 `/run_lifecycle` after creating its session, each front-end route on a new session it creates
-itself. Python call counts come from a profile hook and move only when the code does.
+itself. Python call counts come from a profile hook and move only when the code does; body
+chunks are the response's `http.response.body` messages (each one a socket write under
+uvicorn, and a read for the client).
 """
 
 from __future__ import annotations
@@ -64,6 +66,22 @@ async def one_run(app: Any, route: str, n: int) -> None:
     assert b"noted" in body, body
 
 
+class _Chunks:
+    """The app, counting the body chunks of its answers."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.count = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        async def counted(message: Any) -> None:
+            if message["type"] == "http.response.body" and message.get("body"):
+                self.count += 1
+            await send(message)
+
+        await self.app(scope, receive, counted)
+
+
 def _count_calls(fn: Callable[[], Any]) -> int:
     calls = 0
 
@@ -93,8 +111,8 @@ def main() -> None:
     for n in range(50):  # warm up: the app loads, every code path runs once
         for route in ROUTES:
             loop.run_until_complete(one_run(app, route, n))
-    print("| route | Python calls per run | × /run_lifecycle | CPU µs (median) |")
-    print("|---|---:|---:|---:|")
+    print("| route | Python calls per run | × /run_lifecycle | body chunks | CPU µs (median) |")
+    print("|---|---:|---:|---:|---:|")
     base = 0
     for route in ROUTES:
         times: list[float] = []
@@ -104,8 +122,10 @@ def main() -> None:
             times.append((time.process_time() - started) * 1e6)
         calls = _count_calls(lambda route=route: loop.run_until_complete(one_run(app, route, 1)))
         base = base or calls
+        chunks = _Chunks(app)
+        loop.run_until_complete(one_run(chunks, route, 2))
         median = statistics.median(times)
-        print(f"| {route} | {calls:,} | {calls / base:.3f} | {median:.0f} |")
+        print(f"| {route} | {calls:,} | {calls / base:.3f} | {chunks.count} | {median:.0f} |")
     if args.cprofile:
         profile = cProfile.Profile()
         profile.enable()
