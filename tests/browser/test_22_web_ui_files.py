@@ -176,15 +176,44 @@ def test_22_web_ui_files_by_picker_drop_and_paste_reach_the_model_and_the_artifa
     expect(page.locator(".msg-agent .msg-text").last).to_contain_text("and sent dot.png")
 
 
-def test_22_web_ui_a_message_of_files_only_is_sent(page: Any, web: Any) -> None:
+def test_22_web_ui_a_message_of_files_only_is_sent_and_retried_with_its_files(
+    page: Any, web: Any
+) -> None:
     open_app(page, web)
     _pick(page, "dot.png", "image/png", DOT)
     page.get_by_role("button", name="Send", exact=True).click()
-    expect(page.locator(".msg-agent .msg-text").last).to_have_text(
-        f"You sent dot.png (image/png, {len(DOT)} bytes)"
-    )
+    answered = f"You sent dot.png (image/png, {len(DOT)} bytes)"
+    expect(page.locator(".msg-agent .msg-text").last).to_have_text(answered)
     expect(page.locator(".msg-user .msg-text").last).to_be_hidden()  # no empty text line
     expect(page.locator(".chat-title-text")).to_have_text("dot.png")
+    wait_idle(page)
+    # Retry after a reload: the file is read back from its artifact and sent again.
+    page.reload()
+    page.locator(".msg-box-agent").last.get_by_role("button", name="Retry").click()
+    expect(page.locator(".msg-agent .msg-text")).to_have_text([answered])
+    wait_idle(page)
+    expect(page.locator(".msg-user")).to_have_count(1)
+    _drawn(page.locator(".msg-user .file-thumb img"))
+    user, sid = _user(page), session_id(page)
+    status, stored = stored_session(web, user, sid)
+    assert status == 200
+    (said,) = [e for e in stored["events"] if e["author"] == "user"]
+    (ref,) = [p["fileData"]["fileUri"] for p in said["content"]["parts"]]
+    assert ref.startswith("artifact://dot.png?version=")
+
+
+def test_22_web_ui_files_still_reach_the_model_after_an_approval(page: Any, web: Any) -> None:
+    """A confirmation's decision resumes the run on the pending route: the model still gets
+    the conversation's files (read from their artifacts), not bare references."""
+    open_app(page, web)
+    _pick(page, "dot.png", "image/png", DOT)
+    message_box(page).fill("delete /tmp/old.png")
+    message_box(page).press("Enter")
+    card = page.locator('.tool-card[data-tool="delete_file"]')
+    card.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.locator(".msg-agent .msg-text").last).to_have_text(
+        "Done: /tmp/old.png is deleted. I still see dot.png."
+    )
 
 
 def test_22_web_ui_refused_files_say_why_and_are_not_sent(page: Any, web: Any) -> None:

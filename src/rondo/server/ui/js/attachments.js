@@ -13,9 +13,10 @@ import { h, icon } from "./dom.js";
 
 /**
  * A file waiting in the composer or shown in a message. `src`: what an `<img>` shows (a blob
- * or data URL); `artifact`: where a stored message's file is kept.
+ * or data URL); `file`: the chosen file; `data`: its bytes as base64, once read;
+ * `artifact`: where a stored message's file is kept.
  * @typedef {{name: string, mimeType: string, size?: number, src?: string, file?: File,
- *   artifact?: {name: string, version: number}}} ShownFile
+ *   data?: string, artifact?: {name: string, version: number}}} ShownFile
  */
 
 /**
@@ -24,7 +25,12 @@ import { h, icon } from "./dom.js";
  * @param {string} mimeType @param {string} data
  */
 export function dataUrl(mimeType, data) {
-  return `data:${mimeType};base64,${String(data || "").replace(/-/g, "+").replace(/_/g, "/")}`;
+  return `data:${mimeType};base64,${standardBase64(data)}`;
+}
+
+/** @param {string} data base64 in either alphabet */
+function standardBase64(data) {
+  return String(data || "").replace(/-/g, "+").replace(/_/g, "/");
 }
 
 /** "9 bytes", "12 KB", "3.4 MB". @param {number} n */
@@ -59,8 +65,8 @@ function base64Of(/** @type {File} */ file) {
 export async function inlineParts(files) {
   const parts = [];
   for (const shown of files) {
-    if (!shown.file) continue;
-    const data = await base64Of(shown.file);
+    const data = shown.file ? await base64Of(shown.file) : shown.data;
+    if (!data) continue;
     parts.push({ inlineData: { mimeType: shown.mimeType, data, displayName: shown.name } });
   }
   return parts;
@@ -240,6 +246,30 @@ export function storedImages(artifact) {
     const data = part?.inlineData || part?.inline_data;
     return data?.data ? dataUrl(data.mimeType || data.mime_type || file.mimeType, data.data) : null;
   };
+}
+
+/**
+ * A message's files made sendable again (Retry, Edit): a stored file's bytes are read from its
+ * artifact now, before a rewind takes the artifact away with the message.
+ * @param {ShownFile[]} files
+ * @param {(name: string, version: number) => Promise<any>} artifact the artifact route's part
+ * @returns {Promise<ShownFile[]>}
+ */
+export async function resendable(files, artifact) {
+  /** @type {ShownFile[]} */
+  const out = [];
+  for (const shown of files || []) {
+    if (shown.file || shown.data) out.push(shown);
+    else if (shown.src?.startsWith("data:")) out.push({ ...shown, data: shown.src.slice(shown.src.indexOf(",") + 1) });
+    else if (shown.artifact) {
+      const part = await artifact(shown.artifact.name, shown.artifact.version);
+      const inline = part?.inlineData || part?.inline_data;
+      if (!inline?.data) throw new Error(`${shown.name} is no longer in the session's artifacts.`);
+      const data = standardBase64(inline.data);
+      out.push({ ...shown, data, src: shown.src || dataUrl(shown.mimeType, data) });
+    }
+  }
+  return out;
 }
 
 /**
