@@ -4,6 +4,7 @@ streamable HTTP (`rondo api-server --mcp`, i.e. `create_app(mcp=True)`) and over
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import rondo
 from tests._require import require_module
 from tests.server._live import APPS
 
@@ -141,3 +143,24 @@ async def test_w8_mcp_api_server_flag_serves_mcp(tmp_path: Path) -> None:
         async with _client(url) as client:
             answer = await client.call_tool("helper", {"message": "cli"})
     assert answer.content[0].text == 'Done: {"note": "cli"}'
+
+
+GOLDEN = Path(__file__).parent / "golden" / "mcp_helper.json"
+
+
+async def test_w8_mcp_golden_result_of_a_recorded_run(server: Any) -> None:
+    """Issue 22 item 6: the tool's answer to a recorded run (the tool listing and the call's
+    result, as the MCP SDK's client reads them), the new session's id masked."""
+    url, _ = server
+    async with _client(url) as client:
+        (tool,) = [t for t in (await client.list_tools()).tools if t.name == "helper"]
+        result = await client.call_tool("helper", {"message": "ham"})
+    session_id = result.structured_content["session_id"]
+    answer = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    server = answer["_meta"]["io.modelcontextprotocol/serverInfo"]
+    assert server == {"name": "rondo", "version": rondo.__version__}
+    server["version"] = "<version>"
+    recorded = {"tool": tool.model_dump(mode="json", by_alias=True, exclude_none=True)}
+    recorded["result"] = answer
+    text = json.dumps(recorded).replace(session_id, "<session>")
+    assert json.loads(text) == json.loads(GOLDEN.read_text())

@@ -162,11 +162,16 @@ def _leaver(run: FrontRun, detached: DetachedRun) -> Callable[[], None] | None:
 async def _frames(
     detached: DetachedRun, frames: Frames, error_payload: Callable[[BaseException], Any]
 ) -> AsyncGenerator[bytes, None]:
-    """The run's lifecycle events (its records skipped: the projections map the events)."""
+    """The run's lifecycle events (its records skipped: the projections map the events).
+
+    The frames one event maps to go out as one body chunk: a protocol that spells an event as
+    several frames (the AI SDK's tool input as start, delta and available) would otherwise
+    cost a socket write, and the client a read, per frame."""
     async for _, item in detached.items():
         if isinstance(item, Event):
             continue
-        for chunk in frames(item):
+        chunk = b"".join(frames(item))
+        if chunk:
             yield chunk
     if detached.error is not None:
         yield sse(dumps(error_payload(detached.error)))

@@ -35,6 +35,7 @@ from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 from starlette.routing import BaseRoute
 
+from rondo._version import __version__
 from rondo.errors import RondoError
 from rondo.events import PendingCall
 from rondo.lifecycle import RunEnd
@@ -246,7 +247,7 @@ def stdio_server(runner: Runner, user_id: str = DEFAULT_USER) -> MCPServer:
             )
         )
 
-    server = MCPServer(name=runner.app_name)
+    server = MCPServer(name=runner.app_name, version=__version__)
     _add(server, runner.agent.name, runner.agent.description, AgentRuns(pending, run))
     return server
 
@@ -292,7 +293,7 @@ class McpEndpoint:
 
     def __init__(self, state: ServerState) -> None:
         self.state = state
-        self.server = MCPServer(name="rondo")
+        self.server = MCPServer(name="rondo", version=__version__)
         # rondo's own guard checks Host and Origin on every request, /mcp included.
         app = self.server.streamable_http_app(
             streamable_http_path="/mcp",

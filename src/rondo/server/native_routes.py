@@ -22,7 +22,7 @@ from rondo.server.errors import BadRequestError, NotFoundError, SafeRoute
 from rondo.server.runs import DetachedRunRequest, respond, start_run
 from rondo.server.state import ServerState, server_state
 from rondo.server.streams import dumps
-from rondo.server.wire import WireFunctionCall, part_json
+from rondo.server.wire import RunOptions, WireFunctionCall, part_json
 from rondo.types import Content, Part
 
 __all__ = ["LifecycleRunRequest", "PendingDecision", "WirePendingCall", "pending_json", "router"]
@@ -193,6 +193,9 @@ async def decide_pending(
         session_id=session_id,
         streaming=body.streaming,
         on_disconnect=body.on_disconnect,
+        # Files the session's messages were saved as go back to the model in the resumed
+        # run too (a run without the option would send it bare `artifact://` references).
+        run_config=RunOptions(save_input_blobs_as_artifacts=True),
     )
     message = Content(role="user", parts=[answer(call, body)])
     started = await start_run(state, caller(request), resume, message=message)

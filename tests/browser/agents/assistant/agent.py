@@ -7,7 +7,9 @@ with a short pause, so a browser sees the text grow. The rules read the latest m
   confirmation; "save a note: TEXT" calls `save_note` (state and an artifact); "count to N"
   calls the streaming `count_to`; "refund order N" calls the long-running `request_refund`,
   whose result a person delivers later; "fail" makes the model raise;
-- a tool result is answered with a sentence built from it; any other text is echoed;
+- a tool result is answered with a sentence built from it; any other text is echoed, and the
+  files a message carries are named with their type and size (what the model received), and
+  an answer to a tool result names the files the conversation's messages still show it;
 - a message about "the launch codes" trips the input guardrail: no model call (SPEC G6).
 """
 
@@ -123,6 +125,9 @@ class RuleModel:
         responses = [p.function_response for p in last.parts if p.function_response]
         if responses:
             text = " ".join(_answer_to_result(r) for r in responses)
+            files = [p.inline_data for c in request.contents for p in c.parts if p.inline_data]
+            if files:  # the files of the conversation still reach the model
+                text += f" I still see {', '.join(f.display_name or 'a file' for f in files)}."
         else:
             said = last.text.strip()
             if said.lower() == "fail":
@@ -136,6 +141,12 @@ class RuleModel:
                     )
                     return
             text = f"You said: {said}"
+            files = [p.inline_data for p in last.parts if p.inline_data is not None]
+            if files:
+                sent = ", ".join(
+                    f"{f.display_name} ({f.mime_type}, {len(f.data)} bytes)" for f in files
+                )
+                text = f"{text} and sent {sent}" if said else f"You sent {sent}"
         if stream:
             words = text.split(" ")
             for index, word in enumerate(words):

@@ -113,19 +113,6 @@ export class Api {
 
   // -- streamed runs -------------------------------------------------------------------------
 
-  /** Run a message through /run_lifecycle; yields each lifecycle event object. */
-  runLifecycle({ app, user, session, text, signal }) {
-    const body = {
-      appName: app,
-      userId: user,
-      sessionId: session,
-      newMessage: { role: "user", parts: [{ text }] },
-      streaming: true,
-      onDisconnect: "cancel", // Stop aborts the stream, and a run outlives its stream otherwise
-    };
-    return this.stream("/run_lifecycle", body, signal);
-  }
-
   /** Decide a pending call; the resumed run streams like /run_lifecycle. */
   decide({ app, user, session, callId, decision, signal }) {
     const path = `${this.sessionPath(app, user, session)}/pending/${enc(callId)}`;

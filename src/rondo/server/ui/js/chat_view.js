@@ -1,19 +1,21 @@
 // The conversation on screen: one small view per conversation item, updated in place as the
 // lifecycle stream changes it. The list follows the newest output unless the reader scrolled up.
 
+import { fileRow } from "./attachments.js";
 import { formatDuration, h, icon, replace } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { ToolCard } from "./tool_card.js";
 
 class MessageView {
-  constructor(item, actions) {
+  constructor(item, actions, loadFile = null) {
     const user = item.kind === "user";
     this.text = h("div", { class: "msg-text" });
+    this.files = user ? fileRow(item.files || [], loadFile) : null; // a user's attached files
     this.thinking = user ? null : h("details", { class: "msg-thinking", hidden: true }, h("summary", {}, "Thinking"), h("div", { class: "msg-thinking-text" }));
     this.meta = h("div", { class: "msg-meta" });
     // Edit / Retry / Fork from here (run_control.js), under the message.
     const buttons = (actions?.(item) || []).map((a) => h("button", { class: "msg-action", type: "button", onClick: () => a.run() }, a.label));
-    this.msg = h("div", { class: `msg ${user ? "msg-user" : "msg-agent"}` }, user ? null : [this.meta, this.thinking], this.text);
+    this.msg = h("div", { class: `msg ${user ? "msg-user" : "msg-agent"}` }, user ? this.files : [this.meta, this.thinking], this.text);
     // Beside the bubble, not in it: the message's own text stays only its text.
     this.el = buttons.length ? h("div", { class: `msg-box msg-box-${user ? "user" : "agent"}` }, this.msg, h("div", { class: "msg-actions" }, buttons)) : this.msg;
     this.scheduled = false;
@@ -49,6 +51,7 @@ class MessageView {
     const item = this.item;
     if (item.kind === "user") {
       this.text.textContent = item.text;
+      this.text.hidden = !item.text && Boolean(this.files); // a message of files only
       return;
     }
     replace(this.text, renderMarkdown(item.text || ""));
@@ -99,9 +102,10 @@ class RunFooter {
 const VIEWS = { user: MessageView, agent: MessageView, error: ErrorView, plan: PlanView, run: RunFooter };
 
 export class ChatView {
-  constructor({ onDecide, actions = undefined, children = undefined }) {
+  constructor({ onDecide, actions = undefined, children = undefined, loadFile = null }) {
     this.onDecide = onDecide;
     this.actions = actions;
+    this.loadFile = loadFile; // a stored message's image (attachments.js storedImages)
     this.children = children; // a tool card's child sessions (nested_sessions.js)
     this.list = h("div", { class: "chat-list", role: "log", "aria-live": "polite" });
     this.empty = h("div", { class: "chat-empty" });
@@ -134,7 +138,7 @@ export class ChatView {
   add(item) {
     const follow = this.nearBottom();
     const View = item.kind === "tool" ? null : VIEWS[item.kind];
-    const view = View ? new View(item, this.actions) : new ToolCard(item, { onDecide: this.onDecide, children: this.children });
+    const view = View ? new View(item, this.actions, this.loadFile) : new ToolCard(item, { onDecide: this.onDecide, children: this.children });
     this.views.set(item.key, view);
     this.list.append(view.el);
     this.refreshEmpty();

@@ -1,18 +1,22 @@
 // The message box: Enter sends, Shift+Enter starts a new line; while a run streams, the send
-// button becomes Stop.
+// button becomes Stop. Files attached (attachments.js) wait in a tray above the text and go
+// with the message; a message may be files only.
 
 import { h, icon } from "./dom.js";
 
 export class Composer {
-  /** `onSend(text)` starts a run; `onStop()` aborts the current one; `extra` are more
-   * buttons beside Send (the live microphone). */
-  constructor({ onSend, onStop, extra = [] }) {
+  /** `onSend(text, files)` starts a run; `onStop()` aborts the current one; `extra` are more
+   * buttons beside Send (the live microphone); `attachments` the files' tray and picker. */
+  constructor({ onSend, onStop, extra = [], attachments = null }) {
     this.onSend = onSend;
     this.onStop = onStop;
+    this.attachments = attachments;
     this.input = h("textarea", { class: "composer-input", rows: 1, placeholder: "Message the agent…", "aria-label": "Message" });
     this.button = h("button", { class: "btn btn-primary composer-send", type: "submit" });
-    this.hint = h("div", { class: "composer-hint" }, "Enter to send · Shift+Enter for a new line");
-    this.form = h("form", { class: "composer" }, h("div", { class: "composer-box" }, this.input, ...extra, this.button), this.hint);
+    this.hint = h("div", { class: "composer-hint" }, "Enter to send · Shift+Enter for a new line · drop or paste files");
+    const files = attachments ? [attachments.tray, attachments.picker] : [];
+    const attach = attachments ? [attachments.button] : [];
+    this.form = h("form", { class: "composer" }, h("div", { class: "composer-box" }, ...files, this.input, ...attach, ...extra, this.button), this.hint);
     this.el = this.form;
     this.running = false;
     this.input.addEventListener("keydown", (event) => {
@@ -32,10 +36,11 @@ export class Composer {
 
   submit() {
     const text = this.input.value.trim();
-    if (!text || this.running) return;
+    const waiting = this.attachments?.files.length || 0;
+    if ((!text && !waiting) || this.running) return;
     this.input.value = "";
     this.autosize();
-    this.onSend(text);
+    this.onSend(text, this.attachments ? this.attachments.take() : []);
   }
 
   setRunning(running) {

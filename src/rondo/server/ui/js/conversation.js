@@ -79,8 +79,9 @@ export class Conversation {
     return this._add({ kind: "tool", key: callId, callId, name, args: args || {}, status: "running", progress: [] });
   }
 
-  addUser(text, invocationId = "") {
-    return this._add({ kind: "user", text, invocationId });
+  /** A user's message; `files` are its attachments (attachments.js's ShownFile). */
+  addUser(text, invocationId = "", files = []) {
+    return this._add({ kind: "user", text, invocationId, files });
   }
 
   addError(text) {
@@ -246,7 +247,7 @@ const LIVE = {
     c._add({ kind: "run", invocationId: ev.invocation_id, metrics: ev.metrics || {}, abnormal: Boolean(ev.is_abnormal), pending: pendingKeys.length, pendingKeys });
   },
   user_message(c, ev) {
-    c.addUser(ev.text, ev.invocation_id); // only in a session rebuilt from its records
+    c.addUser(ev.text, ev.invocation_id, ev.files); // only in a session rebuilt from its records
   },
   error(c, ev) {
     c.interrupt(errorText(ev));

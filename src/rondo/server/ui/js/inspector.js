@@ -1,6 +1,7 @@
 // The side panel a developer debugs with: the session's state, its artifacts, the lifecycle
 // timeline of the runs streamed here (ids, offsets, click for the JSON), and the stored records.
 
+import { dataUrl } from "./attachments.js";
 import { formatDuration, h, replace, shortId } from "./dom.js";
 import { jsonView, preview } from "./json_view.js";
 import { TraceView } from "./trace_view.js";
@@ -292,13 +293,13 @@ function artifactPreview(name, part) {
   const data = part.inlineData || part.inline_data;
   if (data?.data) {
     const mime = data.mimeType || data.mime_type || "application/octet-stream";
-    const href = `data:${mime};base64,${data.data}`;
+    const href = dataUrl(mime, data.data);
     const download = h("a", { class: "btn btn-xs", href, download: data.displayName || name }, "Download");
     if (mime.startsWith("image/")) return h("div", {}, h("img", { class: "artifact-image", src: href, alt: name }), download);
     if (mime.startsWith("text/") || mime === "application/json") {
       let text = "";
       try {
-        text = new TextDecoder().decode(Uint8Array.from(atob(data.data), (c) => c.charCodeAt(0)));
+        text = new TextDecoder().decode(Uint8Array.from(atob(href.slice(href.indexOf(",") + 1)), (c) => c.charCodeAt(0)));
       } catch {
         text = "(cannot decode)";
       }

@@ -3,6 +3,7 @@
 // rebuilt from the session's stored records.
 
 import { Api, ApiError } from "./api.js";
+import { Attachments, inlineParts, sayNotSent, storedImages } from "./attachments.js";
 import { ChatView } from "./chat_view.js";
 import { Composer } from "./composer.js";
 import { LiveMic } from "./live_mic.js";
@@ -66,22 +67,20 @@ class App {
       onDecide: (card, decision, note) => this.decide(card, decision, note),
       actions: (item) => actions.for(item),
       children: (item) => childSessionIds(this.sessionIds, this.sessionId, item.callId).map((id) => ({ id, href: routeOf(this.app, id) })),
+      loadFile: storedImages((name, version) => this.api.artifact(this.app, this.user, this.sessionId, name, version)),
     });
     this.mic = new LiveMic({
       target: () => (this.sessionId ? { app: this.app, user: this.user, session: this.sessionId, token: this.api.token } : null),
       onEvent: (ev) => this.conversation?.apply(ev),
       onProblem: (text) => this.toasts.error(text, "Live call"),
     });
-    this.composer = new Composer({ onSend: (text) => this.send(text), onStop: () => this.stop(), extra: [this.mic.el] });
+    this.attachments = new Attachments(); // files in the composer (attachments.js)
+    this.composer = new Composer({ onSend: (text, files) => this.send(text, files), onStop: () => this.stop(), extra: [this.mic.el], attachments: this.attachments });
     this.inspector = new Inspector({ loadArtifact: (name, version) => this.loadArtifact(name, version), saveState: (delta) => this.saveState(delta) });
     this.chatTitle = h("div", { class: "chat-title" });
-    this.layout = h(
-      "div",
-      { class: "layout" },
-      h("aside", { class: "sidebar" }, this.sessions.el),
-      h("main", { class: "chat" }, this.chatTitle, this.chat.el, this.composer.el),
-      this.inspector.el,
-    );
+    const chat = h("main", { class: "chat" }, this.chatTitle, this.chat.el, this.composer.el);
+    this.attachments.listen(chat, this.composer.input); // a file dropped on the chat, or pasted
+    this.layout = h("div", { class: "layout" }, h("aside", { class: "sidebar" }, this.sessions.el), chat, this.inspector.el);
     this.layout.classList.toggle("no-inspector", localStorage.getItem("rondo.inspector") === "hidden");
     root.replaceChildren(this.header.el, this.layout, this.toasts.el);
     this.header.showUser(this.user);
@@ -336,11 +335,12 @@ class App {
 
   // -- runs ----------------------------------------------------------------------------------
 
-  async send(text) {
+  /** Send a message of `text` and `files` (attachments.js) in the open session, or a new one. */
+  async send(text, files = []) {
     await this.opening;
     if (!this.app || this.live.has(this.key())) return;
     const conversation = this.conversation || new Conversation();
-    conversation.addUser(text);
+    conversation.addUser(text, "", files);
     if (!this.sessionId) {
       try {
         const session = await this.api.createSession(this.app, this.user);
@@ -354,12 +354,19 @@ class App {
         return;
       }
     }
-    titles.set(this.key(), text);
+    titles.set(this.key(), text || files.map((f) => f.name).join(", "));
     this.setChatTitle(titles.get(this.key()));
     const { app, user, sessionId: session } = this;
     const key = this.key(session);
+    let parts;
+    try {
+      parts = [...(text ? [{ text }] : []), ...(await inlineParts(files))];
+    } catch (error) {
+      conversation.addError(`Not sent: ${error.message}`);
+      return;
+    }
     await this.runs.idle(key); // a Stop still being carried out
-    await this.stream(conversation, session, (signal) => this.runs.start({ app, user, session, text, key, signal }));
+    await this.stream(conversation, session, sayNotSent((signal) => this.runs.start({ app, user, session, parts, key, signal })));
   }
 
   async decide(card, decision, note) {

@@ -5,6 +5,8 @@
 // derived from them: a tool's duration is the time between its call's record and its
 // result's; a run's, the time between its invocation's first and last records.
 
+import { filesOfParts } from "./attachments.js";
+
 export const CONFIRMATION_TOOL = "adk_request_confirmation";
 
 // The `customMetadata` key of the record a failed run ends on (the runner's `FAILURE`).
@@ -44,7 +46,7 @@ function toolError(result) {
 
 /**
  * Lifecycle events rebuilt from `records`; `pending` is the session's pending calls (the
- * pending route's JSON). User messages come as `{type: "user_message", text}`, which only the
+ * pending route's JSON). User messages come as `{type: "user_message", text, files}`, which only the
  * conversation uses (a live run never streams the message it was sent).
  */
 export function lifecycleFromRecords(records, pending = []) {
@@ -109,7 +111,8 @@ function failureEvent(record, base, at) {
 
 function userRecord(record, base, at, out, guarded) {
   const text = partsOf(record).filter((p) => p.text && !p.thought).map((p) => p.text).join("");
-  if (text) out.push({ type: "user_message", ...base, timestamp: at, text });
+  const files = filesOfParts(partsOf(record)); // attached files (issue 22)
+  if (text || files.length) out.push({ type: "user_message", ...base, timestamp: at, text, files });
   for (const part of partsOf(record)) {
     const answer = part.functionResponse;
     if (!answer || answer.name !== CONFIRMATION_TOOL) continue;

@@ -7,6 +7,7 @@
 // rewind or fork the session (`…/rewind`, `…/fork`).
 
 import { ApiError } from "./api.js";
+import { resendable } from "./attachments.js";
 import { readSse } from "./sse.js";
 
 const STORE = "rondo.liveRun:";
@@ -51,15 +52,18 @@ export class RunControl {
 
   // -- streaming ------------------------------------------------------------------------------
 
-  /** Start a run of `text`; yields its lifecycle events. */
-  start({ app, user, session, text, key, signal }) {
+  /** Start a run of the message `parts` (text, files as inline data); yields its lifecycle events. */
+  start({ app, user, session, parts, key, signal }) {
     const body = {
       appName: app,
       userId: user,
       sessionId: session,
-      newMessage: { role: "user", parts: [{ text }] },
+      newMessage: { role: "user", parts },
       streaming: true,
       onDisconnect: "continue", // a reload rejoins; Stop cancels on the server
+      // A message's files are kept as the session's artifacts (the stored message refers to
+      // them), and each run gives the model the files of the history from there (issue 22).
+      runConfig: { saveInputBlobsAsArtifacts: true },
     };
     this.live.set(key, { runId: "", lastEventId: "", seen: [] });
     return this.follow(key, this.api.fetch("POST", "/run_lifecycle", body, { accept: "text/event-stream", signal }), signal);
@@ -238,8 +242,16 @@ export class MessageActions {
     return { before, after };
   }
 
-  async resend(invocationId, text) {
+  /** Rewind to before `invocationId`, then send `text` and `files` (a message's attachments) again. */
+  async resend(invocationId, text, files = []) {
     const app = this.app;
+    let again;
+    try {
+      again = await resendable(files, (name, version) => app.api.artifact(app.app, app.user, app.sessionId, name, version));
+    } catch (error) {
+      app.toasts.error(error.message, "Could not read the message's files");
+      return;
+    }
     try {
       await app.runs.rewind(this.where(), invocationId);
     } catch (error) {
@@ -248,20 +260,20 @@ export class MessageActions {
     }
     app.conversation = null;
     await app.openSession(app.sessionId);
-    await app.send(text);
+    await app.send(text, again);
   }
 
   async edit(item) {
     if (this.busy() || !item.invocationId) return;
     const text = window.prompt("Edit your message; the conversation goes back to before it.", item.text);
-    if (text === null || !text.trim()) return;
-    await this.resend(item.invocationId, text.trim());
+    if (text === null || (!text.trim() && !item.files?.length)) return;
+    await this.resend(item.invocationId, text.trim(), item.files);
   }
 
   async retry(item) {
     const { before } = this.neighbours(item);
     if (this.busy() || !before) return;
-    await this.resend(before.invocationId, before.text);
+    await this.resend(before.invocationId, before.text, before.files);
   }
 
   async forkFrom(item) {
