@@ -11,7 +11,6 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rondo.agents.base import BaseAgent, Item
@@ -23,15 +22,15 @@ from rondo.errors import (
     OutputValidationError,
     RondoError,
 )
+from rondo.outcome import ResumePoint, RunResult
 
 if TYPE_CHECKING:
     # Records, contexts, stores and the lifecycle classes load when a runner is built or
     # first runs: `from rondo import Runner` stays cheap (issue 8), and a records-only run
     # never needs the lifecycle classes.
     from rondo.artifacts.base import BaseArtifactService
-    from rondo.context import Demand, InvocationContext
-    from rondo.durable.resume import ResumePoint
-    from rondo.events import Event, PendingCall
+    from rondo.context import AgentNode, Demand, InvocationContext
+    from rondo.events import Event
     from rondo.lifecycle import LifecycleEvent, RunMetrics
     from rondo.memory.base import BaseMemoryService
     from rondo.models.live import LiveRequestQueue
@@ -39,32 +38,11 @@ if TYPE_CHECKING:
     from rondo.run_config import RunConfig
     from rondo.sessions.base import BaseSessionService, Session
     from rondo.sub_runs import SubRunner
-    from rondo.types import Content, Part
+    from rondo.types import Content, Message
 
 __all__ = ["RunResult", "Runner"]
 
 logger = logging.getLogger("rondo.runner")
-
-if TYPE_CHECKING:
-    Message = Content | str | Part | Sequence[Part] | None
-
-
-@dataclass
-class RunResult:
-    """The full result of one run: `output` is the final text, or the validated object when
-    the answering agent has an output schema."""
-
-    output: Any
-    events: list[Event]
-    session_id: str
-    text: str = ""
-    run_id: str = ""
-    pending: list[PendingCall] = field(default_factory=lambda: [])
-    metrics: RunMetrics = field(default_factory=lambda: _run_metrics())
-    is_abnormal: bool = False
-    # Why the run did not produce its output: an `OutputValidationError` when the final
-    # answer does not fit the answering agent's output schema (then `output` is None).
-    error: RondoError | None = None
 
 
 def _run_metrics(**values: Any) -> RunMetrics:
@@ -400,7 +378,6 @@ class Runner:
         from rondo.agents.llm import Agent
         from rondo.context import InvocationContext
         from rondo.events import Event
-        from rondo.flow.live import run_live_agent
         from rondo.run_config import RunConfig
 
         session = await self.session_service.get_or_create_session(
@@ -438,7 +415,7 @@ class Runner:
             summary.record(early)
             yield early
         else:
-            async with aclosing(run_live_agent(agent, ctx, queue)) as items:
+            async with aclosing(agent.run_live(ctx, queue)) as items:
                 async for item in items:
                     if isinstance(item, Event):
                         item = await self._on_event(ctx, item)
@@ -686,7 +663,7 @@ class Runner:
         )
         point = None
         if message is None and not state_delta:
-            from rondo.durable.resume import find_resume_point
+            from rondo.resume import find_resume_point
 
             point = find_resume_point(session.events, session.pending, self.agent)
         if point is not None:
@@ -818,8 +795,22 @@ class Runner:
         if runner is None:
             from rondo.sub_runs import SubRunner
 
-            runner = self._sub_runner = SubRunner(self)
+            runner = self._sub_runner = SubRunner(self._nested)
         return runner
+
+    def _nested(self, agent: AgentNode) -> Runner:
+        """The runner of an agent that runs as a tool of this one: the same store, services
+        and plugins (a subclass builds its own kind)."""
+        if not isinstance(agent, BaseAgent):
+            raise ConfigurationError(f"only an agent runs as a tool, got {agent!r}")
+        return type(self)(
+            agent=agent,
+            app_name=self.app_name,
+            session_service=self.session_service,
+            artifact_service=self.artifact_service,
+            memory_service=self.memory_service,
+            plugins=self.plugin_manager.plugins,
+        )
 
     async def _before_run(self, ctx: InvocationContext) -> Event | None:
         """A plugin's `before_run` answer replaces the agent's run: stored, then yielded."""

@@ -15,8 +15,8 @@ import abc
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rondo.durable.resume import find_resume_point
 from rondo.events import Event
+from rondo.resume import find_resume_point
 
 if TYPE_CHECKING:
     from rondo.run_config import RunConfig

@@ -17,9 +17,9 @@ from fastapi.responses import Response
 from pydantic import BaseModel
 
 from rondo._version import __version__
-from rondo.durable.resume import find_resume_point
 from rondo.errors import SessionExistsError
 from rondo.events import Event, EventActions
+from rondo.resume import find_resume_point
 from rondo.server.auth import authorize, caller, check_shared_state, owner
 from rondo.server.errors import BadRequestError, InvalidValueError, NotFoundError, SafeRoute
 from rondo.server.runs import DetachedRunRequest, collect, respond, start_run
