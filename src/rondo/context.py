@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, Unpack
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Unpack
 
 from rondo._state_values import check_state_value
 from rondo.errors import ConfigurationError, ReadOnlyStateError
@@ -29,15 +29,18 @@ from rondo.sessions.base import TEMP_PREFIX, BaseSessionService, Session
 from rondo.types import Content, FunctionCall, FunctionResponse, Part
 
 if TYPE_CHECKING:
-    from rondo.agents.base import BaseAgent
     from rondo.artifacts.base import BaseArtifactService
-    from rondo.durable.resume import ResumePoint
+    from rondo.errors import BudgetExceeded
+    from rondo.lifecycle import Item
     from rondo.memory.base import BaseMemoryService, SearchMemoryResponse
-    from rondo.plugins import PluginManager
+    from rondo.outcome import ResumePoint
     from rondo.telemetry import AgentTrace
+    from rondo.types import Usage
 
 __all__ = [
     "Actions",
+    "AgentNode",
+    "Budgets",
     "CallbackContext",
     "Demand",
     "InvocationContext",
@@ -50,6 +53,55 @@ __all__ = [
 ]
 
 _MISSING: Any = object()
+
+
+class AgentNode(Protocol):
+    """An agent as the layers below the agents see it: a name in a tree, how a parent
+    reaches it, and its run. `rondo.agents.base.BaseAgent` implements it; the context, the
+    tools and the loop ask an agent through these members, never by its class."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def parent_agent(self) -> AgentNode | None: ...
+    @property
+    def sub_agents(self) -> Sequence[AgentNode]: ...
+    @property
+    def root_agent(self) -> AgentNode: ...
+
+    # Whether it picks, with its model, who answers next (SPEC X1).
+    transfers: ClassVar[bool]
+
+    @property
+    def reached_by_call(self) -> bool:
+        """Whether a parent reaches it by a tool call rather than by transfer (X1, C2)."""
+        ...
+
+    @property
+    def global_instruction(self) -> str | Callable[..., object]:
+        """The instruction a root agent gives every LLM agent below it (SPEC P4)."""
+        ...
+
+    def find_agent(self, name: str) -> AgentNode | None: ...
+    def answer_of(self, text: str) -> dict[str, object]:
+        """The tool response it gives for its final `text` when it answers as a tool."""
+        ...
+
+    def run_async(self, parent_context: InvocationContext, /) -> AsyncGenerator[Item, None]: ...
+
+
+class Budgets(Protocol):
+    """A run's budgets as the loop checks them (`rondo.flow.guards.RunGuard`, SPEC G6)."""
+
+    model_calls: int
+
+    def add_usage(self, usage: Usage) -> None: ...
+    def before_model(self) -> BudgetExceeded | None: ...
+    def admit(
+        self, calls: Sequence[FunctionCall]
+    ) -> tuple[dict[str, dict[str, object]], BudgetExceeded | None]: ...
 
 
 @dataclass(slots=True)
@@ -254,7 +306,7 @@ class SubRun(Protocol):
     async def __call__(
         self,
         ctx: InvocationContext,
-        agent: BaseAgent,
+        agent: AgentNode,
         *,
         session_id: str,
         request: Content,
@@ -330,11 +382,11 @@ class InvocationContext:
         user_id: str,
         session: Session,
         session_service: BaseSessionService,
-        plugins: PluginManager,
+        plugins: object,
         invocation_id: str,
         run_id: str,
-        agent: BaseAgent,
-        root_agent: BaseAgent,
+        agent: AgentNode,
+        root_agent: AgentNode,
         run_config: RunConfig | None = None,
         user_content: Content | None = None,
         artifact_service: BaseArtifactService | None = None,
@@ -349,11 +401,14 @@ class InvocationContext:
         self.user_id = user_id
         self.session = session
         self.session_service = session_service
+        # The run's `rondo.plugins.PluginManager`, for the layers above the plugins (which
+        # reach its typed dispatch through `rondo.plugins.plugins_of`); the context itself
+        # never calls a hook.
         self.plugins = plugins
         self.invocation_id = invocation_id
         self.run_id = run_id
-        self.agent = agent
-        self.root_agent = root_agent
+        self.agent: AgentNode = agent
+        self.root_agent: AgentNode = root_agent
         self.run_config = run_config or RunConfig()
         self.user_content = user_content
         self.artifact_service = artifact_service
@@ -375,14 +430,14 @@ class InvocationContext:
         self.sub_run: SubRun | None = None
         # G6: the run's budgets (`rondo.flow.guards.RunGuard`), shared by every agent's
         # context; None without a budget, so the loop checks nothing.
-        self.guard: Any = None
+        self.guard: Budgets | None = None
         # A sub-run (an agent answering as a tool) shares its caller's demand (R7).
         self._shared = _Shared(demand)
         self._end = _EndFlag()
 
     def for_agent(
         self,
-        agent: BaseAgent,
+        agent: AgentNode,
         *,
         branch: str | None = None,
         isolation_scope: str | None = None,
@@ -482,7 +537,7 @@ class InvocationContext:
         shared.resume_point = None
         return True
 
-    def finished_branches(self, parallel: BaseAgent) -> frozenset[str] | None:
+    def finished_branches(self, parallel: AgentNode) -> frozenset[str] | None:
         """D1: the interrupted invocation stopped right after a branch of `parallel` finished,
         with other branches left: the names of the finished ones (takes the resume point, so
         the others run)."""

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from rondo.tools.base import BaseTool
     from rondo.types import Content
 
-__all__ = ["Plugin", "PluginManager"]
+__all__ = ["Plugin", "PluginManager", "plugins_of"]
 
 # Kept for callers of the old name; `rondo.hooks.HookName` is the typed list.
 HOOKS = HOOK_NAMES
@@ -185,3 +185,14 @@ class PluginManager:
     async def run(self, hook: HookName, *args: Any) -> Any:
         """Call `hook` on each plugin in order; the first non-None result is returned."""
         return await first_result(self._hooks[hook], *args)
+
+
+def plugins_of(ctx: InvocationContext) -> PluginManager:
+    """The run's plugin manager, typed: the context (a layer below the plugins) carries it as
+    a plain object, and the agents, the loop and the runner dispatch hooks through this."""
+    plugins = ctx.plugins
+    if not isinstance(plugins, PluginManager):
+        raise ConfigurationError(
+            f"the invocation's plugins must be a PluginManager, got {plugins!r}"
+        )
+    return plugins

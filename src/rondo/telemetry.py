@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -31,10 +31,9 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import Histogram
     from opentelemetry.trace import Span, Tracer
 
-    from rondo.agents.base import BaseAgent
-    from rondo.context import InvocationContext
     from rondo.events import Event
     from rondo.models.base import Model, ModelRequest, ModelResponse
+    from rondo.sessions.base import Session
     from rondo.types import Content, FunctionCall
 
 __all__ = [
@@ -42,9 +41,40 @@ __all__ = [
     "AgentTrace",
     "ModelTrace",
     "ToolTrace",
+    "TracedRun",
     "capture_content",
     "start_agent",
 ]
+
+
+class _TracedAgent(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+
+
+class TracedRun(Protocol):
+    """What an agent's span is named and correlated from: an invocation context
+    (`rondo.context.InvocationContext`, the layer above, carries the trace it starts)."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def invocation_id(self) -> str: ...
+    @property
+    def app_name(self) -> str: ...
+    @property
+    def user_id(self) -> str: ...
+    @property
+    def session(self) -> Session: ...
+    @property
+    def agent(self) -> _TracedAgent: ...
+    @property
+    def user_content(self) -> Content | None: ...
+    @property
+    def trace(self) -> AgentTrace | None: ...
+
 
 CAPTURE_CONTENT_ENV = (
     "RONDO_OTEL_CAPTURE_CONTENT",
@@ -131,7 +161,7 @@ def _active() -> _Instruments | None:
     return cached
 
 
-def _ids(ctx: InvocationContext) -> dict[str, Any]:
+def _ids(ctx: TracedRun) -> dict[str, Any]:
     session_id = ctx.session.id
     return {
         "gen_ai.conversation.id": session_id,
@@ -252,7 +282,7 @@ class AgentTrace:
         )
 
 
-def start_agent(parent: InvocationContext, ctx: InvocationContext) -> AgentTrace | None:
+def start_agent(parent: TracedRun, ctx: TracedRun) -> AgentTrace | None:
     """Start the `invoke_agent` span of `ctx.agent`'s run (None when nothing records).
 
     It nests under the parent agent's span when there is one, else under the current span
@@ -262,7 +292,7 @@ def start_agent(parent: InvocationContext, ctx: InvocationContext) -> AgentTrace
         return None
     from opentelemetry import trace
 
-    agent: BaseAgent = ctx.agent
+    agent = ctx.agent
     outer = parent.trace
     ids = _ids(ctx)
     attributes: dict[str, Any] = {

@@ -129,8 +129,17 @@ class BaseAgent:
                 return found
         return None
 
-    async def run_async(self, parent_context: InvocationContext) -> AsyncGenerator[Item, None]:
+    def run_async(self, parent_context: InvocationContext) -> AsyncGenerator[Item, None]:
         """Run the agent: before-agent hooks, the agent itself, after-agent hooks."""
+        return self._run_around(parent_context, self._run_impl)
+
+    async def _run_around(
+        self,
+        parent_context: InvocationContext,
+        body: Callable[[InvocationContext], AsyncGenerator[Item, None]],
+    ) -> AsyncGenerator[Item, None]:
+        """`body` (the agent's own work: its turn, or its live call) inside the agent's
+        context, its before/after-agent hooks and its `invoke_agent` span."""
         from rondo.telemetry import start_agent  # loaded on first run: `import rondo` stays light
 
         ctx = parent_context.for_agent(self)
@@ -144,7 +153,7 @@ class BaseAgent:
                 yield event
             if ctx.end_invocation:
                 return
-            async with aclosing(self._run_impl(ctx)) as items:
+            async with aclosing(body(ctx)) as items:
                 async for item in items:
                     if trace is not None and trace.capture:
                         answer = _answer(item, answer)
@@ -181,7 +190,9 @@ class BaseAgent:
         )
 
     async def _before_agent(self, ctx: InvocationContext) -> Event | None:
-        plugins = ctx.plugins
+        from rondo.plugins import plugins_of
+
+        plugins = plugins_of(ctx)
         if not self.before_agent_callbacks and not plugins.has("before_agent"):
             return None
         from rondo.context import CallbackContext
@@ -198,7 +209,9 @@ class BaseAgent:
         return None
 
     async def _after_agent(self, ctx: InvocationContext) -> Event | None:
-        plugins = ctx.plugins
+        from rondo.plugins import plugins_of
+
+        plugins = plugins_of(ctx)
         if not self.after_agent_callbacks and not plugins.has("after_agent"):
             return None
         from rondo.context import CallbackContext
