@@ -18,13 +18,14 @@ from rondo.errors import BudgetExceeded, ToolNotFoundError
 from rondo.events import NESTED_PAUSE, Event, EventActions, ToolConfirmation
 from rondo.flow.guards import check_tool_input, check_tool_output, stop_items
 from rondo.lifecycle import ActionEnd, ActionStart, Item, ToolCallEnd, ToolCallStart
+from rondo.plugins import plugins_of
 from rondo.tools.base import BaseTool
 from rondo.tools.function import to_response
 from rondo.types import Content, FunctionCall, FunctionResponse, Part
 
 if TYPE_CHECKING:
-    from rondo.agents.llm import Agent
     from rondo.context import InvocationContext
+    from rondo.flow.views import LlmAgentView
     from rondo.telemetry import ToolTrace
 
 __all__ = [
@@ -96,7 +97,7 @@ def _error_text(exc: BaseException) -> str:
 
 
 async def _run_hooked(
-    agent: Agent,
+    agent: LlmAgentView,
     ctx: InvocationContext,
     tool: BaseTool,
     args: dict[str, Any],
@@ -108,7 +109,7 @@ async def _run_hooked(
     Returns (result, error text, how): how is "ran", "paused" (waits for a confirmation; the
     call has not started) or "delayed" (a long-running tool answered nothing yet). Streaming
     tools take the same path (G5): `run` reports their chunks as progress."""
-    plugins = ctx.plugins
+    plugins = plugins_of(ctx)
     active = plugins.active
     try:
         result = (
@@ -168,7 +169,7 @@ async def _run_hooked(
 
 
 async def _after_tool(
-    agent: Agent,
+    agent: LlmAgentView,
     ctx: InvocationContext,
     tool: BaseTool,
     args: dict[str, Any],
@@ -178,7 +179,7 @@ async def _after_tool(
     traced: ToolTrace | None,
 ) -> tuple[dict[str, Any], str | None]:
     """T4: plugin.after_tool, then the agent's; they see error responses too."""
-    plugins = ctx.plugins
+    plugins = plugins_of(ctx)
     try:
         altered = (
             await plugins.run("after_tool", tool, args, tctx, result)
@@ -198,7 +199,7 @@ async def _after_tool(
 
 
 async def run_call(
-    agent: Agent,
+    agent: LlmAgentView,
     ctx: InvocationContext,
     call: FunctionCall,
     tools: dict[str, BaseTool],
@@ -267,7 +268,7 @@ async def run_call(
 
 
 async def _run_traced(
-    agent: Agent,
+    agent: LlmAgentView,
     ctx: InvocationContext,
     traced: ToolTrace,
     call: FunctionCall,
@@ -427,7 +428,7 @@ async def _cancel_unfinished(tasks: Sequence[asyncio.Task[Any]]) -> None:
 
 
 async def _dispatch(
-    agent: Agent,
+    agent: LlmAgentView,
     ctx: InvocationContext,
     calls: Sequence[FunctionCall],
     tools: dict[str, BaseTool],
@@ -554,7 +555,7 @@ async def _relay(
 
 
 async def handle_function_calls(
-    agent: Agent,
+    agent: LlmAgentView,
     ctx: InvocationContext,
     calls: Sequence[FunctionCall],
     tools: dict[str, BaseTool],

@@ -27,8 +27,8 @@ from rondo.lifecycle import BudgetExhausted, GuardrailTriggered, Item
 from rondo.types import Content, FunctionResponse, Part
 
 if TYPE_CHECKING:
-    from rondo.agents.llm import Agent
     from rondo.context import InvocationContext, ToolContext
+    from rondo.flow.views import LlmAgentView
     from rondo.run_config import Budget, RunConfig
     from rondo.tools.base import BaseTool
     from rondo.types import FunctionCall, Usage
@@ -86,7 +86,7 @@ def _tripped(guardrail: Any, verdict: GuardrailFunctionOutput, what: str) -> Gua
     )
 
 
-async def check_input(agent: Agent, ctx: InvocationContext) -> GuardrailTripped | None:
+async def check_input(agent: LlmAgentView, ctx: InvocationContext) -> GuardrailTripped | None:
     """The agent's input guardrails on the turn's message, before any model call."""
     message = ctx.user_content
     if message is None:
@@ -108,7 +108,7 @@ async def check_input(agent: Agent, ctx: InvocationContext) -> GuardrailTripped 
 
 
 async def check_output(
-    agent: Agent, ctx: InvocationContext, event: Event
+    agent: LlmAgentView, ctx: InvocationContext, event: Event
 ) -> tuple[Event, GuardrailTripped] | None:
     """The agent's output guardrails on a final answer: None when it passes, else the record
     that replaces it (the guardrail's message, or no content: withheld) and the error."""
@@ -137,7 +137,7 @@ async def check_output(
 
 
 async def check_tool_input(
-    agent: Agent, tctx: ToolContext, tool: BaseTool, args: dict[str, Any]
+    agent: LlmAgentView, tctx: ToolContext, tool: BaseTool, args: dict[str, Any]
 ) -> dict[str, Any] | None:
     """The agent's tool input guardrails on a call's arguments: None to run the tool, else the
     error response that answers the call instead."""
@@ -155,7 +155,11 @@ async def check_tool_input(
 
 
 async def check_tool_output(
-    agent: Agent, tctx: ToolContext, tool: BaseTool, args: dict[str, Any], result: dict[str, Any]
+    agent: LlmAgentView,
+    tctx: ToolContext,
+    tool: BaseTool,
+    args: dict[str, Any],
+    result: dict[str, Any],
 ) -> dict[str, Any] | None:
     """The agent's tool output guardrails on a call's result: None to pass it on, else the
     error response the model sees instead."""

@@ -30,9 +30,9 @@ from rondo.tools.base import BaseTool
 from rondo.types import Content, Part
 
 if TYPE_CHECKING:
-    from rondo.agents.base import BaseAgent
-    from rondo.agents.llm import Agent
-    from rondo.context import ToolContext
+    from pydantic import TypeAdapter
+
+    from rondo.context import AgentNode, ToolContext
 
 __all__ = [
     "FINISH_TASK",
@@ -91,7 +91,7 @@ def _failure(events: list[Event], author: str) -> str | None:
     return None
 
 
-def _result_of(agent: BaseAgent, events: list[Event]) -> dict[str, Any]:
+def _result_of(agent: AgentNode, events: list[Event]) -> dict[str, Any]:
     """The answer a delegated agent gave: finish_task's arguments, or its (validated) text;
     an `{"error": ...}` response when its run ended on an error record."""
     for event in reversed(events):
@@ -105,7 +105,7 @@ def _result_of(agent: BaseAgent, events: list[Event]) -> dict[str, Any]:
 
 
 async def run_in_own_session(
-    agent: BaseAgent,
+    agent: AgentNode,
     request: str,
     tool_context: ToolContext,
     *,
@@ -158,7 +158,7 @@ async def run_in_own_session(
     return _result_of(agent, outcome.events), outcome
 
 
-def pause_on(tool_context: ToolContext, agent: BaseAgent, outcome: SubRunOutcome) -> None:
+def pause_on(tool_context: ToolContext, agent: AgentNode, outcome: SubRunOutcome) -> None:
     """H4: the call waits on what `agent`'s nested run waits on."""
     tool_context.pause_nested(
         NestedPause(agent=agent.name, pending=outcome.pending, calls=outcome.calls)
@@ -168,7 +168,7 @@ def pause_on(tool_context: ToolContext, agent: BaseAgent, outcome: SubRunOutcome
 class _DelegateTool(BaseTool):
     """A tool named after an agent, taking one `request` string."""
 
-    def __init__(self, agent: BaseAgent, fallback_description: str) -> None:
+    def __init__(self, agent: AgentNode, fallback_description: str) -> None:
         super().__init__(name=agent.name, description=agent.description or fallback_description)
         self._declaration = FunctionDeclaration(
             name=self.name, description=self.description, parameters=_REQUEST_SCHEMA
@@ -185,7 +185,7 @@ class AgentTool(_DelegateTool):
     back to the caller. With `skip_summarization`, its answer ends the caller's turn.
     """
 
-    def __init__(self, agent: BaseAgent, *, skip_summarization: bool = False) -> None:
+    def __init__(self, agent: AgentNode, *, skip_summarization: bool = False) -> None:
         super().__init__(agent, f"Ask the {agent.name} agent.")
         self.agent = agent
         self.skip_summarization = skip_summarization
@@ -221,7 +221,7 @@ class TaskTool(_DelegateTool):
 
     yields_events = True
 
-    def __init__(self, agent: BaseAgent) -> None:
+    def __init__(self, agent: AgentNode) -> None:
         super().__init__(agent, f"Delegate a task to the {agent.name} agent.")
         self.agent = agent
 
@@ -281,13 +281,16 @@ class TaskTool(_DelegateTool):
 class FinishTaskTool(BaseTool):
     """`finish_task`: a task agent's last call; its validated arguments are the result."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(
+        self, schema: dict[str, Any] | None = None, adapter: TypeAdapter[Any] | None = None
+    ) -> None:
+        """`schema`/`adapter`: the task agent's output schema, as JSON schema and as the
+        adapter that validates its result (None: the result is text)."""
         super().__init__(
             name=FINISH_TASK,
             description="Finish the task: call this once, last, with the task's result.",
         )
-        self.agent = agent
-        schema = agent.output_json_schema
+        self._adapter = adapter
         self._wrapped = schema is None or schema.get("type") != "object"
         if schema is None:
             parameters: dict[str, Any] = {
@@ -311,7 +314,7 @@ class FinishTaskTool(BaseTool):
         return self._declaration
 
     async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
-        adapter = self.agent.output_adapter
+        adapter = self._adapter
         if adapter is not None:
             value = args.get("result") if self._wrapped else args
             try:

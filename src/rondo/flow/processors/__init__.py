@@ -18,14 +18,14 @@ Why this order:
 
 from __future__ import annotations
 
-from rondo.flow.confirmation import confirmation_processor
-from rondo.flow.nested import nested_resume_processor
 from rondo.flow.processors.basic import basic_processor
 from rondo.flow.processors.compaction import compaction_processor
+from rondo.flow.processors.confirmation import confirmation_processor
 from rondo.flow.processors.contents import contents_processor
 from rondo.flow.processors.identity import identity_processor
 from rondo.flow.processors.input_files import input_files_processor
 from rondo.flow.processors.instructions import instructions_processor
+from rondo.flow.processors.nested import nested_resume_processor
 from rondo.flow.processors.output_schema import output_schema_processor
 from rondo.flow.processors.tools import tools_processor
 from rondo.flow.processors.transfer import transfer_processor

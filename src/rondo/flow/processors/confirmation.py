@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from rondo._ids import new_client_call_id, new_reason_id
 from rondo.events import Event, ToolConfirmation
 from rondo.flow.functions import handle_function_calls
-from rondo.flow.nested import latest_answers
+from rondo.flow.processors.nested import latest_answers
 from rondo.lifecycle import HITLDecided
 from rondo.sessions.base import CONFIRMATION_FUNCTION_NAME
 from rondo.types import Content, FunctionCall, FunctionResponse, Part
 
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
-    from rondo.flow.loop import Flow
+    from rondo.flow.views import FlowView
     from rondo.lifecycle import Item
     from rondo.models.base import ModelRequest
 
@@ -104,7 +104,7 @@ def _confirmation_answers(ctx: InvocationContext) -> list[FunctionResponse]:
 
 
 def confirmation_processor(
-    flow: Flow, ctx: InvocationContext, request: ModelRequest
+    flow: FlowView, ctx: InvocationContext, request: ModelRequest
 ) -> AsyncGenerator[Item, None] | None:
     answers = _confirmation_answers(ctx)
     if not answers:
@@ -113,7 +113,7 @@ def confirmation_processor(
 
 
 async def _resume(
-    flow: Flow, ctx: InvocationContext, request: ModelRequest, answers: list[FunctionResponse]
+    flow: FlowView, ctx: InvocationContext, request: ModelRequest, answers: list[FunctionResponse]
 ) -> AsyncGenerator[Item, None]:
     agent = flow.agent
     wanted = {a.id: a for a in answers if a.id}

@@ -12,7 +12,7 @@ from rondo.models.base import ModelRequest
 
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
-    from rondo.flow.loop import Flow
+    from rondo.flow.views import FlowView
 
 
 def _is_plain(value: Any) -> bool:
@@ -20,7 +20,7 @@ def _is_plain(value: Any) -> bool:
 
 
 def instructions_processor(
-    flow: Flow, ctx: InvocationContext, request: ModelRequest
+    flow: FlowView, ctx: InvocationContext, request: ModelRequest
 ) -> Awaitable[None] | None:
     global_instruction: Any = flow.agent.root_agent.global_instruction
     instruction: Any = flow.agent.instruction
