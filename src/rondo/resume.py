@@ -70,7 +70,7 @@ def _between_agents(
         return None
     if any(p.run_id == last.run_id for p in pending):
         return None
-    from rondo.agents.workflow import LoopAgent, completions, order_of
+    from rondo.agents.workflow import LoopAgent, completions
 
     agent = root.find_agent(last.author)
     if agent is None:
@@ -79,7 +79,7 @@ def _between_agents(
     done_node = node = agent
     done: tuple[str, ...] = ()
     more = False
-    while (parent := node.parent_agent) is not None and (kind := order_of(parent)) is not None:
+    while (parent := node.parent_agent) is not None and (kind := parent.run_order) is not None:
         if isinstance(parent, LoopAgent):
             # An escalation ends every loop it passes through (each sees the event).
             limit = parent.max_iterations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from rondo._callbacks import Callbacks, first_result, normalize_callbacks
 from rondo.errors import ConfigurationError, DuplicateAgentNameError, InvalidCallbackError
@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 else:
     Item = Any
 
-__all__ = ["BaseAgent", "Item"]
+__all__ = ["BaseAgent", "Item", "RunOrder"]
+
+RunOrder = Literal["sequence", "parallel"]
 
 
 def _check_name(name: Any) -> str:
@@ -53,6 +55,11 @@ class BaseAgent:
     transfers: ClassVar[bool] = False
     # The instruction a root agent gives every LLM agent below it (SPEC P4).
     global_instruction: str | Callable[..., Any] = ""
+
+    # How a workflow agent runs its sub-agents: one after another, or side by side; None for
+    # an agent that picks what runs next (an LLM agent, a graph, a supervised team). Resuming
+    # a run (D1, H3) re-enters the workflows around an agent by it.
+    run_order: RunOrder | None = None
 
     @property
     def reached_by_call(self) -> bool:

@@ -20,7 +20,7 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal
 
 from rondo.agents._concurrent import DONE, interleave
-from rondo.agents.base import BaseAgent, Item
+from rondo.agents.base import BaseAgent, Item, RunOrder
 from rondo.agents.llm import Agent
 from rondo.agents.workflow import branches_to_run, child_branch, paused, resume_start
 from rondo.context import InvocationContext
@@ -38,6 +38,11 @@ if TYPE_CHECKING:
 __all__ = ["Team"]
 
 TeamMode = Literal["sequential", "parallel", "supervisor"]
+_ORDERS: dict[TeamMode, RunOrder | None] = {
+    "sequential": "sequence",
+    "parallel": "parallel",
+    "supervisor": None,
+}
 SUPERVISOR_NODE = "supervisor"
 
 
@@ -144,6 +149,9 @@ class Team(BaseAgent):
         if mode not in ("sequential", "parallel", "supervisor"):
             raise ConfigurationError("Team mode must be 'sequential', 'parallel' or 'supervisor'")
         self.mode: TeamMode = mode
+        # A sequential or parallel team runs its members as a workflow does; a supervised
+        # one lets its supervisor pick.
+        self.run_order: RunOrder | None = _ORDERS[mode]
         self.members = list(members)
         self.supervisor: Agent | None = None
         sub_agents: list[BaseAgent] = list(members)
