@@ -61,7 +61,7 @@ from rondo.types import Blob, Content, FunctionCall, FunctionResponse, Part
 
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
-    from rondo.flow.views import FlowView, LlmAgentView
+    from rondo.flow.views import FlowView, LlmAgentView, RequestProcessor
     from rondo.models.base import Model
     from rondo.run_config import RunConfig
 
@@ -75,7 +75,7 @@ LIVE_METADATA = "live"
 # The text loop's processors minus compaction (off in live, seed §4.9) and structured output
 # (no final `set_model_response` turn on a connection). Confirmation stays: a call approved
 # before the live call started is resumed once, before connecting.
-LIVE_PROCESSORS = (
+LIVE_PROCESSORS: tuple[RequestProcessor, ...] = (
     basic_processor,
     tools_processor,
     confirmation_processor,

@@ -20,10 +20,10 @@ from rondo._version import __version__
 from rondo.errors import SessionExistsError
 from rondo.events import Event, EventActions
 from rondo.resume import find_resume_point
-from rondo.server.auth import authorize, caller, check_shared_state, owner
+from rondo.server.auth import authorize, caller, check_shared_state
 from rondo.server.errors import BadRequestError, InvalidValueError, NotFoundError, SafeRoute
 from rondo.server.runs import DetachedRunRequest, collect, respond, start_run
-from rondo.server.state import ServerState, server_state
+from rondo.server.state import ServerState, owner, server_state
 from rondo.server.streams import dumps
 from rondo.server.wire import (
     ArtifactVersion,

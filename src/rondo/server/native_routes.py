@@ -17,10 +17,10 @@ from pydantic.alias_generators import to_camel
 
 from rondo.events import PendingCall
 from rondo.server.adk_routes import require_message
-from rondo.server.auth import caller, owner
+from rondo.server.auth import caller
 from rondo.server.errors import BadRequestError, NotFoundError, SafeRoute
 from rondo.server.runs import DetachedRunRequest, respond, start_run
-from rondo.server.state import ServerState, server_state
+from rondo.server.state import ServerState, owner, server_state
 from rondo.server.streams import dumps
 from rondo.server.wire import WireFunctionCall, part_json
 from rondo.types import Content, Part

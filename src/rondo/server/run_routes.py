@@ -28,12 +28,11 @@ from fastapi.responses import Response
 from rondo.events import Event
 from rondo.lifecycle import sse_frame
 from rondo.server.adk_routes import _session_or_404  # pyright: ignore[reportPrivateUsage]
-from rondo.server.auth import owner
 from rondo.server.errors import NotFoundError, RunInProgressError, SafeRoute
 from rondo.server.frames import Format, FrameId, adk_payloads, format_id, parse_id
 from rondo.server.run_control import POLL, running_elsewhere, stop_run
 from rondo.server.runs import DetachedRun
-from rondo.server.state import ServerState
+from rondo.server.state import ServerState, owner
 from rondo.server.streams import dumps, event_stream
 from rondo.sessions.base import Session
 from rondo.sessions.run_log import RunStatus, RunSummary, run_records, runs_of
