@@ -13,6 +13,7 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from rondo._callbacks import first_result
+from rondo._fan_in import Ended, fan_in
 from rondo.context import Actions, EventSink, NestedPause, ToolContext
 from rondo.errors import BudgetExceeded, ToolNotFoundError
 from rondo.events import NESTED_PAUSE, Event, EventActions, ToolConfirmation
@@ -419,14 +420,6 @@ def _end(ctx: InvocationContext, reason_id: str, outcome: CallOutcome) -> ToolCa
     )
 
 
-async def _cancel_unfinished(tasks: Sequence[asyncio.Task[Any]]) -> None:
-    unfinished = [t for t in tasks if not t.done()]
-    for task in unfinished:
-        task.cancel()
-    if unfinished:
-        await asyncio.gather(*unfinished, return_exceptions=True)
-
-
 async def _dispatch(
     agent: LlmAgentView,
     ctx: InvocationContext,
@@ -520,38 +513,20 @@ async def _relay(
     """What the running `tasks` send, in order, and each one's end as it completes;
     closing this generator cancels the ones still in flight."""
     observe = ctx.observe
-    getter: asyncio.Future[Any] | None = None
-    try:
-        pending: set[asyncio.Future[Any]] = set(tasks)
-        while pending:
-            getter = asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait({*pending, getter}, return_when=asyncio.FIRST_COMPLETED)
-            sent: list[tuple[Any, asyncio.Future[None] | None]] = []
-            if getter in done:
-                sent.append(getter.result())
-            else:
-                getter.cancel()
-            while not queue.empty():  # what a call sent comes before its end
-                sent.append(queue.get_nowait())
-            for item, ack in sent:
-                if observe and not state[0] and isinstance(item, ToolCallStart):
-                    state[0] = True
-                    yield ActionStart(
-                        **ctx.correlation(), reason_id=reason_id, tool_calls=list(calls)
-                    )
-                yield item
-                if ack is not None and not ack.done():
-                    ack.set_result(None)
-            for task in tasks:
-                if task in done:
-                    pending.discard(task)
-                    outcome = task.result()
-                    if observe and not outcome.paused:
-                        yield _end(ctx, reason_id, outcome)
-    finally:
-        if getter is not None and not getter.done():
-            getter.cancel()  # cancelled mid-wait: the queue reader goes too (D3)
-        await _cancel_unfinished(tasks)
+    async with aclosing(fan_in(queue, tasks)) as merged:
+        async for got in merged:
+            if isinstance(got, Ended):
+                outcome = got.task.result()
+                if observe and not outcome.paused:
+                    yield _end(ctx, reason_id, outcome)
+                continue
+            item, ack = got
+            if observe and not state[0] and isinstance(item, ToolCallStart):
+                state[0] = True
+                yield ActionStart(**ctx.correlation(), reason_id=reason_id, tool_calls=list(calls))
+            yield item
+            if ack is not None and not ack.done():
+                ack.set_result(None)
 
 
 async def handle_function_calls(
