@@ -213,7 +213,7 @@ class Runner:
 
     # -- public entry points ------------------------------------------------------------------
 
-    async def run_async(
+    def run_async(
         self,
         *,
         user_id: str,
@@ -223,17 +223,11 @@ class Runner:
         state_delta: Mapping[str, Any] | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Run one invocation and yield its records; each is stored before it is yielded."""
-        from rondo.events import Event
-
-        execution = self.execute(
-            user_id, session_id, new_message, run_config, state_delta, observe=False
+        return _records(
+            self.execute(user_id, session_id, new_message, run_config, state_delta, observe=False)
         )
-        async with aclosing(execution) as items:
-            async for item in items:
-                if isinstance(item, Event):
-                    yield item
 
-    async def stream_async(
+    def stream_async(
         self,
         *,
         user_id: str,
@@ -246,17 +240,12 @@ class Runner:
 
         Streams model output (`streaming_mode="sse"`) unless `run_config` says otherwise.
         """
-        from rondo.events import Event
         from rondo.run_config import RunConfig
 
         config = run_config or RunConfig(streaming_mode="sse")
-        execution = self.execute(
-            user_id, session_id, new_message, config, state_delta, observe=True
+        return _lifecycle(
+            self.execute(user_id, session_id, new_message, config, state_delta, observe=True)
         )
-        async with aclosing(execution) as items:
-            async for item in items:
-                if not isinstance(item, Event):
-                    yield item
 
     def run(
         self,
@@ -323,7 +312,7 @@ class Runner:
             )
         )
 
-    async def run_live(
+    def run_live(
         self,
         *,
         user_id: str,
@@ -335,17 +324,11 @@ class Runner:
         agent's live model over one connection; yields its records (partials included),
         each stored before it is yielded. Ends when the queue is closed or the model ends
         the call; a connection that cannot be (re)opened raises `LiveConnectError`."""
-        from rondo.events import Event
-
-        execution = self._execute_live(
-            user_id, session_id, live_request_queue, run_config, observe=False
+        return _records(
+            self._execute_live(user_id, session_id, live_request_queue, run_config, observe=False)
         )
-        async with aclosing(execution) as items:
-            async for item in items:
-                if isinstance(item, Event):
-                    yield item
 
-    async def stream_live(
+    def stream_live(
         self,
         *,
         user_id: str,
@@ -355,15 +338,9 @@ class Runner:
     ) -> AsyncGenerator[LifecycleEvent, None]:
         """`run_live` as the lifecycle view: `RunStart`, per turn `ReasonStart` /
         `ReasonDelta` / `ReasonEnd`, tool events, `HITLPending`, `RunEnd`."""
-        from rondo.events import Event
-
-        execution = self._execute_live(
-            user_id, session_id, live_request_queue, run_config, observe=True
+        return _lifecycle(
+            self._execute_live(user_id, session_id, live_request_queue, run_config, observe=True)
         )
-        async with aclosing(execution) as items:
-            async for item in items:
-                if not isinstance(item, Event):
-                    yield item
 
     async def _execute_live(
         self,
@@ -910,6 +887,26 @@ class Runner:
             if agent is not None and _may_transfer_back(agent):
                 return agent
         return root
+
+
+async def _records(execution: AsyncGenerator[Item, None]) -> AsyncGenerator[Event, None]:
+    """The records of an execution (`run_async`, `run_live`)."""
+    from rondo.events import Event
+
+    async with aclosing(execution) as items:
+        async for item in items:
+            if isinstance(item, Event):
+                yield item
+
+
+async def _lifecycle(execution: AsyncGenerator[Item, None]) -> AsyncGenerator[LifecycleEvent, None]:
+    """The lifecycle view of an execution (`stream_async`, `stream_live`)."""
+    from rondo.events import Event
+
+    async with aclosing(execution) as items:
+        async for item in items:
+            if not isinstance(item, Event):
+                yield item
 
 
 def _failure_message(exc: Exception) -> str:
