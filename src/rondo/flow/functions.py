@@ -441,26 +441,27 @@ async def _dispatch(
     first call that starts: a round whose calls all wait for a confirmation has none (seed
     002 §6.B). Closing this generator cancels the calls still in flight.
     """
-    observe = ctx.observe
+
+    def run(call: FunctionCall, call_ctx: InvocationContext) -> Awaitable[CallOutcome]:
+        cid = call.id or ""
+        return run_call(
+            agent,
+            call_ctx,
+            call,
+            tools,
+            reason_id,
+            confirmations.get(cid),
+            prefilled.get(cid),
+            cid in held,
+            nested.get(cid) if nested else None,
+        )
+
     if (
-        not observe
+        not ctx.observe
         and len(calls) == 1
         and not getattr(tools.get(calls[0].name), "yields_events", False)
     ):
-        cid = calls[0].id or ""
-        outcomes.append(
-            await run_call(
-                agent,
-                ctx,
-                calls[0],
-                tools,
-                reason_id,
-                confirmations.get(cid),
-                prefilled.get(cid),
-                cid in held,
-                nested.get(cid) if nested else None,
-            )
-        )
+        outcomes.append(await run(calls[0], ctx))
         return
     queue: asyncio.Queue[tuple[Any, asyncio.Future[None] | None]] = asyncio.Queue()
     sink = EventSink(queue.put_nowait)
@@ -476,19 +477,10 @@ async def _dispatch(
         for call in group:
             call_ctx = ctx.for_agent(ctx.agent)
             call_ctx.sink = sink
-            cid = call.id or ""
-            run = run_call(
-                agent,
-                call_ctx,
-                call,
-                tools,
-                reason_id,
-                confirmations.get(cid),
-                prefilled.get(cid),
-                cid in held,
-                nested.get(cid) if nested else None,
+            running = run(call, call_ctx)
+            tasks.append(
+                asyncio.ensure_future(_gated(gate, running) if gate is not None else running)
             )
-            tasks.append(asyncio.ensure_future(_gated(gate, run) if gate is not None else run))
         started.extend(tasks)
         relay = _relay(ctx, calls, reason_id, queue, tasks, state)
         async with aclosing(relay) as items:

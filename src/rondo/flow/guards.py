@@ -58,6 +58,10 @@ def _jsonable(value: Any) -> Any:
 
 
 # -- guardrails ----------------------------------------------------------------------------
+# The four checks below repeat the same few lines on purpose: each takes the fast path (one
+# sync guardrail that answers a verdict) inline, so a configured guardrail costs its own call
+# and nothing more on every turn and every tool call (issue 24 item 7). A shared helper would
+# add a call and an argument tuple to each; `_settle` is the part they share, the slow path.
 
 
 async def _settle(
