@@ -12,7 +12,7 @@ from rondo.errors import ConfigurationError, DuplicateAgentNameError, InvalidCal
 # Records, contexts and lifecycle events load when an agent first runs: importing the agent
 # classes stays cheap (no pydantic models, no asyncio).
 if TYPE_CHECKING:
-    from rondo.context import CallbackContext, InvocationContext
+    from rondo.context import InvocationContext
     from rondo.events import Event
     from rondo.hooks import (
         AfterAgentCallback,
@@ -187,51 +187,39 @@ class BaseAgent:
             return legacy(ctx)
         raise ConfigurationError(f"{type(self).__name__} must implement _run_impl")
 
-    def _callback_event(
-        self, ctx: InvocationContext, cb_ctx: CallbackContext, content: Any
-    ) -> Event:
-        return ctx.new_event(
-            self.name,
-            content=content,
-            actions=cb_ctx.actions.to_record(),
-        )
-
     async def _before_agent(self, ctx: InvocationContext) -> Event | None:
-        from rondo.plugins import plugins_of
-
-        plugins = plugins_of(ctx)
-        if not self.before_agent_callbacks and not plugins.has("before_agent"):
-            return None
-        from rondo.context import CallbackContext
-
-        cb_ctx = CallbackContext(ctx)
-        content = await plugins.run("before_agent", cb_ctx)
-        if content is None:
-            content = await first_result(self.before_agent_callbacks, cb_ctx)
-        if content is not None:
-            ctx.end_invocation = True
-            return self._callback_event(ctx, cb_ctx, _as_content(content))
-        if not cb_ctx.actions.is_empty():
-            return self._callback_event(ctx, cb_ctx, None)
-        return None
+        """The plugins' and the agent's before-agent hooks; an answer ends the agent's run."""
+        return await self._agent_hooks(ctx, "before_agent", self.before_agent_callbacks)
 
     async def _after_agent(self, ctx: InvocationContext) -> Event | None:
+        return await self._agent_hooks(ctx, "after_agent", self.after_agent_callbacks)
+
+    async def _agent_hooks(
+        self,
+        ctx: InvocationContext,
+        hook: Literal["before_agent", "after_agent"],
+        callbacks: Callbacks,
+    ) -> Event | None:
+        """The record of what the hooks did: their answer, or the state they wrote (None when
+        they did nothing). Plugins run first; an answer short-circuits the rest (SPEC M3)."""
         from rondo.plugins import plugins_of
 
         plugins = plugins_of(ctx)
-        if not self.after_agent_callbacks and not plugins.has("after_agent"):
+        if not callbacks and not plugins.has(hook):
             return None
         from rondo.context import CallbackContext
 
         cb_ctx = CallbackContext(ctx)
-        content = await plugins.run("after_agent", cb_ctx)
+        content = await plugins.run(hook, cb_ctx)
         if content is None:
-            content = await first_result(self.after_agent_callbacks, cb_ctx)
+            content = await first_result(callbacks, cb_ctx)
         if content is not None:
-            return self._callback_event(ctx, cb_ctx, _as_content(content))
-        if not cb_ctx.actions.is_empty():
-            return self._callback_event(ctx, cb_ctx, None)
-        return None
+            if hook == "before_agent":
+                ctx.end_invocation = True
+            content = _as_content(content)
+        elif cb_ctx.actions.is_empty():
+            return None
+        return ctx.new_event(self.name, content=content, actions=cb_ctx.actions.to_record())
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
