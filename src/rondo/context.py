@@ -31,7 +31,7 @@ from rondo.types import Content, FunctionCall, FunctionResponse, Part
 if TYPE_CHECKING:
     from rondo.artifacts.base import BaseArtifactService
     from rondo.errors import BudgetExceeded
-    from rondo.lifecycle import Item
+    from rondo.lifecycle import Correlation, Item, LifecycleEvent
     from rondo.memory.base import BaseMemoryService, SearchMemoryResponse
     from rondo.outcome import ResumePoint
     from rondo.telemetry import AgentTrace
@@ -52,7 +52,7 @@ __all__ = [
     "ToolContext",
 ]
 
-_MISSING: Any = object()
+_MISSING = object()
 
 
 class AgentNode(Protocol):
@@ -109,7 +109,7 @@ class Actions:
     """The side effects a callback or tool is recording: the mutable draft of the frozen
     `EventActions` its event will carry (`tool_context.actions.escalate = True`)."""
 
-    state_delta: dict[str, Any] = field(default_factory=dict[str, Any])
+    state_delta: dict[str, object] = field(default_factory=dict[str, object])
     artifact_delta: dict[str, int] = field(default_factory=dict[str, int])
     transfer_to_agent: str | None = None
     escalate: bool | None = None
@@ -142,7 +142,7 @@ class Actions:
         )
 
 
-class State(Mapping[str, Any]):
+class State(Mapping[str, object]):
     """The merged state view (session, `app:`, `user:`, `temp:`) with writes recorded as a delta.
 
     Reads see this context's own writes first. With `readonly`, writes raise `TypeError`.
@@ -152,15 +152,15 @@ class State(Mapping[str, Any]):
 
     def __init__(
         self,
-        base: Mapping[str, Any],
-        temp: Mapping[str, Any],
-        delta: dict[str, Any] | None = None,
+        base: Mapping[str, object],
+        temp: Mapping[str, object],
+        delta: dict[str, object] | None = None,
         *,
         readonly: bool = False,
     ) -> None:
         self._base = base
         self._temp = temp
-        self._delta: dict[str, Any] = {} if delta is None else delta
+        self._delta: dict[str, object] = {} if delta is None else delta
         self._readonly = readonly
 
     def __getitem__(self, key: str) -> Any:
@@ -186,7 +186,7 @@ class State(Mapping[str, Any]):
             return self._temp.get(key, default)
         return self._base.get(key, default)
 
-    def __setitem__(self, key: str, value: Any) -> None:
+    def __setitem__(self, key: str, value: object) -> None:
         if self._readonly:
             raise ReadOnlyStateError(
                 "this context's state is read-only; write state from a callback or tool"
@@ -196,7 +196,7 @@ class State(Mapping[str, Any]):
         check_state_value(key, value)
         self._delta[key] = value
 
-    def update(self, values: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
+    def update(self, values: Mapping[str, object] | None = None, /, **kwargs: object) -> None:
         for key, value in {**(values or {}), **kwargs}.items():
             self[key] = value
 
@@ -221,7 +221,7 @@ class State(Mapping[str, Any]):
     def has_delta(self) -> bool:
         return bool(self._delta)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {**self._base, **self._temp, **self._delta}
 
     def __repr__(self) -> str:
@@ -237,13 +237,13 @@ class EventSink:
 
     __slots__ = ("_put",)
 
-    def __init__(self, put: Callable[[tuple[Any, asyncio.Future[None] | None]], None]) -> None:
+    def __init__(self, put: Callable[[tuple[Item, asyncio.Future[None] | None]], None]) -> None:
         self._put = put
 
-    def emit(self, item: Any) -> None:
+    def emit(self, item: LifecycleEvent) -> None:
         self._put((item, None))
 
-    async def send(self, item: Any) -> None:
+    async def send(self, item: Item) -> None:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._put((item, done))
         await done
@@ -311,8 +311,8 @@ class SubRun(Protocol):
         session_id: str,
         request: Content,
         answers: list[FunctionResponse],
-        state: Mapping[str, Any] | None,
-        on_item: Callable[[Any], None] | None,
+        state: Mapping[str, object] | None,
+        on_item: Callable[[LifecycleEvent], None] | None,
     ) -> SubRunOutcome:
         """Start `agent` on `request` in a new session `session_id`, or continue it there:
         with `answers` to the calls it waits on, or from where an interrupted run stopped
@@ -327,7 +327,7 @@ class _Shared:
 
     def __init__(self, demand: Demand | None) -> None:
         self.llm_calls = 0
-        self.temp_state: dict[str, Any] = {}
+        self.temp_state: dict[str, object] = {}
         self.demand = demand if demand is not None else Demand()
         # D1: where an interrupted invocation stopped, until the agent that resumes takes it.
         self.resume_point: ResumePoint | None = None
@@ -472,7 +472,7 @@ class InvocationContext:
             **fields,
         )
 
-    def correlation(self) -> dict[str, Any]:
+    def correlation(self) -> Correlation:
         """The ids every lifecycle event of this context carries (SPEC V2)."""
         return {
             "run_id": self.run_id,
@@ -482,7 +482,7 @@ class InvocationContext:
         }
 
     @property
-    def temp_state(self) -> dict[str, Any]:
+    def temp_state(self) -> dict[str, object]:
         return self._shared.temp_state
 
     @property
@@ -616,7 +616,7 @@ class ReadonlyContext:
         return self._inv.user_content
 
     @property
-    def state(self) -> Mapping[str, Any]:
+    def state(self) -> Mapping[str, object]:
         return State(self._inv.session.state, self._inv.temp_state, readonly=True)
 
 
@@ -734,7 +734,7 @@ class ToolContext(CallbackContext):
         self._reason_id = reason_id
         self._started = False
         # The progress the call reported (a streaming tool's chunks), in order.
-        self.progress: list[Any] = []
+        self.progress: list[object] = []
         # A threading.Event so sync tools in worker threads can wait on it too.
         self.cancel_event = threading.Event()
         # H4: a call continued after its nested run paused: the answers to what that run
@@ -775,7 +775,7 @@ class ToolContext(CallbackContext):
             # later call's start of the same step), the body waits and never begins.
             await self._inv.demand.wait()
 
-    def report_progress(self, chunk: Any) -> None:
+    def report_progress(self, chunk: object) -> None:
         """Report a piece of this call's progress (a streaming tool's chunks are reported
         for it): a `ToolCallProgress` on the lifecycle stream, before the call's end."""
         self.progress.append(chunk)
@@ -806,7 +806,7 @@ class ToolContext(CallbackContext):
         """Whether the run's lifecycle view is consumed (so `emit` reaches someone)."""
         return self._inv.observe and self._inv.sink is not None
 
-    def emit(self, event: Any) -> None:
+    def emit(self, event: LifecycleEvent) -> None:
         """Send a lifecycle event (a `PlanUpdate`, a wrapped sub-agent event...) to the
         stream, between this call's `ToolCallStart` and `ToolCallEnd`. A no-op when nobody
         observes the lifecycle view."""
@@ -814,7 +814,7 @@ class ToolContext(CallbackContext):
         if sink is not None and self._inv.observe:
             sink.emit(event)
 
-    async def send_event(self, event: Any) -> None:
+    async def send_event(self, event: Event) -> None:
         """Hand a record up to the runner and wait until it is stored (for tools whose
         `yields_events` is set, such as task agents running in this session)."""
         sink = self._inv.sink
@@ -824,7 +824,7 @@ class ToolContext(CallbackContext):
             )
         await sink.send(event)
 
-    def request_confirmation(self, *, hint: str | None = None, payload: Any = None) -> None:
+    def request_confirmation(self, *, hint: str | None = None, payload: object = None) -> None:
         """Ask a human to confirm this call; the run pauses after this step (SPEC H1)."""
         if self.function_call_id is None:
             raise ConfigurationError("request_confirmation() needs a function call id")

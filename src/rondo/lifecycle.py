@@ -10,7 +10,7 @@ and `parse_lifecycle_event` reads it back, returning None for types it does not 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -23,6 +23,7 @@ __all__ = [
     "ActionStart",
     "BudgetExhausted",
     "ContextSize",
+    "Correlation",
     "GuardrailTriggered",
     "HITLDecided",
     "HITLPending",
@@ -49,6 +50,16 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+
+
+class Correlation(TypedDict):
+    """The ids every lifecycle event of one agent's context carries (SPEC V2):
+    `InvocationContext.correlation()`, spread into each event."""
+
+    run_id: str
+    invocation_id: str
+    agent_name: str
+    node: str | None
 
 
 class _Lifecycle(BaseModel):
