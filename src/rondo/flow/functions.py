@@ -61,7 +61,7 @@ class CallOutcome:
     def __init__(
         self,
         call: FunctionCall,
-        response: dict[str, Any] | None,
+        response: dict[str, object] | None,
         actions: Actions,
         error: str | None,
         duration_ms: float,
@@ -101,7 +101,7 @@ async def _run_hooked(
     agent: LlmAgentView,
     ctx: InvocationContext,
     tool: BaseTool,
-    args: dict[str, Any],
+    args: dict[str, object],
     tctx: ToolContext,
     traced: ToolTrace | None,
 ) -> tuple[Any, str | None, str]:
@@ -126,7 +126,7 @@ async def _run_hooked(
             blocked = await check_tool_input(agent, tctx, tool, args)
             if blocked is not None:
                 await tctx.mark_started()
-                return blocked, blocked["error"], "ran"
+                return blocked, str(blocked["error"]), "ran"
         gated = await tool.confirmation_gate(args, tctx)
         confirmation = tctx.tool_confirmation
         if gated is None and confirmation is not None and not confirmation.confirmed:
@@ -163,7 +163,7 @@ async def _run_hooked(
             recovered = await first_result(agent.on_tool_error_callbacks, tool, args, tctx, exc)
         if recovered is not None:
             return to_response(recovered), error, "ran"
-        failed: dict[str, Any] = {"error": error}
+        failed: dict[str, object] = {"error": error}
         if tctx.progress:  # what a streaming tool produced before it failed
             failed["partial_result"] = to_response(tctx.progress)["result"]
         return failed, error, "ran"
@@ -173,12 +173,12 @@ async def _after_tool(
     agent: LlmAgentView,
     ctx: InvocationContext,
     tool: BaseTool,
-    args: dict[str, Any],
+    args: dict[str, object],
     tctx: ToolContext,
-    result: dict[str, Any],
+    result: dict[str, object],
     error: str | None,
     traced: ToolTrace | None,
-) -> tuple[dict[str, Any], str | None]:
+) -> tuple[dict[str, object], str | None]:
     """T4: plugin.after_tool, then the agent's; they see error responses too."""
     plugins = plugins_of(ctx)
     try:
@@ -206,7 +206,7 @@ async def run_call(
     tools: dict[str, BaseTool],
     reason_id: str = "",
     confirmation: ToolConfirmation | None = None,
-    prefilled: dict[str, Any] | None = None,
+    prefilled: dict[str, object] | None = None,
     held: bool = False,
     nested_answers: list[FunctionResponse] | None = None,
 ) -> CallOutcome:
@@ -264,7 +264,7 @@ async def run_call(
         if agent.tool_output_guardrails and how == "ran":
             blocked = await check_tool_output(agent, tctx, tool, args, result)
             if blocked is not None:  # G6: the model sees the guardrail's error instead
-                result, error = blocked, blocked["error"]
+                result, error = blocked, str(blocked["error"])
     return CallOutcome(call, result, actions, error, _ms(started), paused=how == "paused")
 
 
@@ -275,7 +275,7 @@ async def _run_traced(
     call: FunctionCall,
     tool: BaseTool,
     known: bool,
-    args: dict[str, Any],
+    args: dict[str, object],
     tctx: ToolContext,
     started: float,
 ) -> CallOutcome:
@@ -288,7 +288,7 @@ async def _run_traced(
             if agent.tool_output_guardrails and how == "ran":
                 blocked = await check_tool_output(agent, tctx, tool, args, result)
                 if blocked is not None:  # G6: the model sees the guardrail's error instead
-                    result, error = blocked, blocked["error"]
+                    result, error = blocked, str(blocked["error"])
     except BaseException as exc:
         if isinstance(exc, asyncio.CancelledError):
             tctx.cancel_event.set()  # a sync tool in its thread can see it (R7)
@@ -316,7 +316,7 @@ class _UnknownTool(BaseTool):
         self.description = ""
         self._available = ", ".join(sorted(tools)) or "none"
 
-    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def run(self, args: dict[str, object], tool_context: ToolContext) -> Any:
         raise ToolNotFoundError(f"Tool '{self.name}' not found. Available tools: {self._available}")
 
 
@@ -324,7 +324,7 @@ def _ms(started: float) -> float:
     return (time.perf_counter() - started) * 1000.0
 
 
-def _deep_merge(dst: dict[str, Any], src: dict[str, Any]) -> dict[str, Any]:
+def _deep_merge(dst: dict[str, object], src: dict[str, object]) -> dict[str, object]:
     for key, value in src.items():
         current = dst.get(key)
         if isinstance(current, dict) and isinstance(value, dict):
@@ -379,7 +379,7 @@ def nested_pause_event(
     """H4: the record of the calls whose nested runs wait (None when none does). Its content
     repeats the calls they wait on, long-running, so the run pauses and the session lists
     them; its metadata says which of this step's calls waits on which."""
-    waiting: list[dict[str, Any]] = []
+    waiting: list[dict[str, object]] = []
     parts: list[Part] = []
     for outcome in outcomes:
         pause = outcome.nested
@@ -427,7 +427,7 @@ async def _dispatch(
     tools: dict[str, BaseTool],
     reason_id: str,
     confirmations: dict[str, ToolConfirmation],
-    prefilled: dict[str, dict[str, Any]],
+    prefilled: dict[str, dict[str, object]],
     outcomes: list[CallOutcome],
     held: frozenset[str] = frozenset(),
     nested: dict[str, list[FunctionResponse]] | None = None,
@@ -528,7 +528,7 @@ async def handle_function_calls(
     tools: dict[str, BaseTool],
     reason_id: str,
     confirmations: dict[str, ToolConfirmation] | None = None,
-    prefilled: dict[str, dict[str, Any]] | None = None,
+    prefilled: dict[str, dict[str, object]] | None = None,
     held: frozenset[str] = frozenset(),
     nested: dict[str, list[FunctionResponse]] | None = None,
 ) -> AsyncGenerator[Item, None]:

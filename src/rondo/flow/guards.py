@@ -22,7 +22,7 @@ from rondo._frozen import ReadOnlyDict
 from rondo.context import ReadonlyContext
 from rondo.errors import BudgetExceeded, GuardrailTripped
 from rondo.events import Event, EventFields
-from rondo.guardrails import GuardrailFunctionOutput
+from rondo.guardrails import Guardrail, GuardrailFunctionOutput
 from rondo.lifecycle import BudgetExhausted, GuardrailTriggered, Item
 from rondo.types import Content, FunctionResponse, Part
 
@@ -65,8 +65,8 @@ def _jsonable(value: Any) -> Any:
 
 
 async def _settle(
-    first: Any, rest: Sequence[Any], verdict: Any, args: tuple[Any, ...]
-) -> tuple[Any, GuardrailFunctionOutput] | None:
+    first: Guardrail, rest: Sequence[Guardrail], verdict: object, args: tuple[object, ...]
+) -> tuple[Guardrail, GuardrailFunctionOutput] | None:
     """The slow path of a check: `first`'s answer `verdict` read (awaited, or a bool) and the
     `rest` run at once; the first tripped guardrail in list order, if any. (The callers take
     the fast path themselves — one sync guardrail answering a verdict — so that a configured
@@ -78,7 +78,7 @@ async def _settle(
     return None
 
 
-def _tripped(guardrail: Any, verdict: GuardrailFunctionOutput, what: str) -> GuardrailTripped:
+def _tripped(guardrail: Guardrail, verdict: GuardrailFunctionOutput, what: str) -> GuardrailTripped:
     name = guardrail.label
     detail = f": {verdict.message}" if verdict.message else ""
     return GuardrailTripped(
@@ -141,8 +141,8 @@ async def check_output(
 
 
 async def check_tool_input(
-    agent: LlmAgentView, tctx: ToolContext, tool: BaseTool, args: dict[str, Any]
-) -> dict[str, Any] | None:
+    agent: LlmAgentView, tctx: ToolContext, tool: BaseTool, args: dict[str, object]
+) -> dict[str, object] | None:
     """The agent's tool input guardrails on a call's arguments: None to run the tool, else the
     error response that answers the call instead."""
     guardrails = agent.tool_input_guardrails
@@ -162,9 +162,9 @@ async def check_tool_output(
     agent: LlmAgentView,
     tctx: ToolContext,
     tool: BaseTool,
-    args: dict[str, Any],
-    result: dict[str, Any],
-) -> dict[str, Any] | None:
+    args: dict[str, object],
+    result: dict[str, object],
+) -> dict[str, object] | None:
     """The agent's tool output guardrails on a call's result: None to pass it on, else the
     error response the model sees instead."""
     guardrails = agent.tool_output_guardrails
@@ -180,7 +180,7 @@ async def check_tool_output(
     return _tool_blocked(tctx, tool, _tripped(trip[0], trip[1], f"the result of {tool.name!r}"))
 
 
-def _tool_blocked(tctx: ToolContext, tool: BaseTool, exc: GuardrailTripped) -> dict[str, Any]:
+def _tool_blocked(tctx: ToolContext, tool: BaseTool, exc: GuardrailTripped) -> dict[str, object]:
     ctx = tctx.invocation_context
     if ctx.trace is not None:
         ctx.trace.note("rondo.guardrail.tripped", _trace_attributes(exc))
@@ -335,11 +335,13 @@ class RunGuard:
             )
         return None
 
-    def admit(self, calls: Sequence[FunctionCall]) -> tuple[dict[str, Any], BudgetExceeded | None]:
+    def admit(
+        self, calls: Sequence[FunctionCall]
+    ) -> tuple[dict[str, object], BudgetExceeded | None]:
         """Which of a step's calls may run: the responses of those that may not (by call id),
         and the budget that stops the run after this step (None: all may run). Once one call
         is refused, the calls after it in the step are refused too: the run ends here."""
-        refused: dict[str, Any] = {}
+        refused: dict[str, object] = {}
         budget, session = self.budget, self.session_budget
         stop: BudgetExceeded | None = None
         if budget is not None and budget.wall_time is not None:
@@ -408,10 +410,13 @@ def stop_record(
     return ctx.new_event(author or None, **fields)
 
 
-def _trace_attributes(exc: GuardrailTripped | BudgetExceeded) -> dict[str, Any]:
+def _trace_attributes(exc: GuardrailTripped | BudgetExceeded) -> dict[str, object]:
     if isinstance(exc, GuardrailTripped):
         return {"rondo.guardrail.name": exc.guardrail, "rondo.guardrail.stage": exc.stage}
-    attributes: dict[str, Any] = {"rondo.budget.name": exc.budget, "rondo.budget.scope": exc.scope}
+    attributes: dict[str, object] = {
+        "rondo.budget.name": exc.budget,
+        "rondo.budget.scope": exc.scope,
+    }
     if exc.limit is not None:
         attributes["rondo.budget.limit"] = exc.limit
     if exc.used is not None:

@@ -661,7 +661,7 @@ class _LiveCall:
     def _event(self, **fields: Unpack[EventFields]) -> Event:
         return self.ctx.new_event(self.agent.name, **fields)
 
-    def _record(self, live: dict[str, Any]) -> Event:
+    def _record(self, live: dict[str, object]) -> Event:
         """A bookkeeping record of the call (a resumption handle, a reconnect)."""
         return self._event(custom_metadata={LIVE_METADATA: live})
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from rondo._ids import new_client_call_id, new_reason_id
 from rondo.events import Event, ToolConfirmation
@@ -80,7 +80,7 @@ def confirmation_event(
     )
 
 
-def _decision(response: dict[str, Any]) -> tuple[Decision, ToolConfirmation, str | None]:
+def _decision(response: dict[str, object]) -> tuple[Decision, ToolConfirmation, str | None]:
     raw = response.get("decision")
     confirmed = bool(response.get("confirmed", raw in ("approve", "skip")))
     decision: Decision = (
@@ -135,7 +135,7 @@ async def _resume(
             break
     calls: list[FunctionCall] = []
     confirmations: dict[str, ToolConfirmation] = {}
-    prefilled: dict[str, dict[str, Any]] = {}
+    prefilled: dict[str, dict[str, object]] = {}
     decided: list[HITLDecided] = []
     seen_originals: set[str] = set()
     for confirm_id, (original, index) in found.items():
