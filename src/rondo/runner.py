@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from rondo.agents.base import BaseAgent, Item
 from rondo.errors import (
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     # never needs the lifecycle classes.
     from rondo.artifacts.base import BaseArtifactService
     from rondo.context import AgentNode, Demand, InvocationContext
-    from rondo.events import Event
-    from rondo.lifecycle import LifecycleEvent, RunMetrics
+    from rondo.events import Event, PendingCall
+    from rondo.lifecycle import LifecycleEvent, RunEnd, RunMetrics
     from rondo.memory.base import BaseMemoryService
     from rondo.models.live import LiveRequestQueue
     from rondo.plugins import Plugin
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from rondo.sub_runs import SubRunner
     from rondo.types import Content, Message
 
-__all__ = ["RunResult", "Runner"]
+__all__ = ["RunReport", "RunResult", "Runner"]
 
 logger = logging.getLogger("rondo.runner")
 
@@ -68,8 +68,9 @@ def _as_content(message: Message) -> Content | None:
         return Content.user(message)
     if isinstance(message, Part):
         return Content(role="user", parts=[message])
-    parts: list[Any] = list(message) if isinstance(message, Sequence) else [message]  # pyright: ignore[reportUnnecessaryIsInstance]
-    if parts and all(isinstance(p, Part) for p in parts):
+    items: list[object] = list(message) if isinstance(message, Sequence) else [message]  # pyright: ignore[reportUnnecessaryIsInstance]
+    parts = [p for p in items if isinstance(p, Part)]
+    if parts and len(parts) == len(items):
         return Content(role="user", parts=parts)
     raise InvalidMessageError(
         "new_message must be Content, str, a Part, a list of Part or None, got "
@@ -169,7 +170,7 @@ class _Summary:
     def abnormal(self) -> bool:
         return self.last is not None and self.last.partial
 
-    def report(self, ctx: InvocationContext, root: BaseAgent) -> dict[str, Any]:
+    def report(self, ctx: InvocationContext, root: BaseAgent) -> RunReport:
         """What the run's `RunEnd` and `RunResult` report (`error`: an exception)."""
         output, error = self.output(root)
         stopped = self.stopped
@@ -182,6 +183,7 @@ class _Summary:
             "is_abnormal": self.abnormal or error is not None,
             "pending": [p for p in ctx.session.pending if p.run_id == ctx.run_id],
             "error": error,
+            "run_id": ctx.run_id,
         }
 
 
@@ -220,7 +222,7 @@ class Runner:
         session_id: str,
         new_message: Message = None,
         run_config: RunConfig | None = None,
-        state_delta: Mapping[str, Any] | None = None,
+        state_delta: Mapping[str, object] | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Run one invocation and yield its records; each is stored before it is yielded."""
         return _records(
@@ -234,7 +236,7 @@ class Runner:
         session_id: str,
         new_message: Message = None,
         run_config: RunConfig | None = None,
-        state_delta: Mapping[str, Any] | None = None,
+        state_delta: Mapping[str, object] | None = None,
     ) -> AsyncGenerator[LifecycleEvent, None]:
         """Run one invocation and yield the lifecycle view (`RunStart` … `RunEnd`).
 
@@ -254,7 +256,7 @@ class Runner:
         session_id: str,
         new_message: Message = None,
         run_config: RunConfig | None = None,
-        state_delta: Mapping[str, Any] | None = None,
+        state_delta: Mapping[str, object] | None = None,
     ) -> Iterator[Event]:
         """`run_async` for synchronous code."""
         from rondo._sync import iterate_sync
@@ -283,15 +285,15 @@ class Runner:
         if session_id is None:
             session_id = await self.new_session_id(user_id)
         events: list[Event] = []
-        result: dict[str, Any] = {}
+        reports: list[RunReport] = []
         execution = self.execute(
-            user_id, session_id, new_message, run_config, None, observe=False, result=result
+            user_id, session_id, new_message, run_config, None, observe=False, reports=reports
         )
         async with aclosing(execution) as items:
             async for item in items:
                 if isinstance(item, Event) and not item.partial:
                     events.append(item)
-        return RunResult(events=events, session_id=session_id, **result)
+        return RunResult(events=events, session_id=session_id, **reports[-1])
 
     def run_sync(
         self,
@@ -401,11 +403,7 @@ class Runner:
             if "after_run" in self.plugin_manager.active:
                 await self.plugin_manager.run("after_run", ctx)
         if observe:
-            from rondo.lifecycle import RunEnd
-
-            report = summary.report(ctx, self.agent)
-            report["error"] = str(report["error"]) if report["error"] is not None else None
-            yield RunEnd(**ctx.correlation(), **report)
+            yield _run_end(ctx, summary.report(ctx, self.agent))
 
     async def close(self) -> None:
         """Close the toolsets of every agent in the tree (MCP connections, processes)."""
@@ -489,10 +487,10 @@ class Runner:
         session_id: str,
         new_message: Message,
         run_config: RunConfig | None,
-        state_delta: Mapping[str, Any] | None,
+        state_delta: Mapping[str, object] | None,
         *,
         observe: bool,
-        result: dict[str, Any] | None = None,
+        reports: list[RunReport] | None = None,
         demand: Demand | None = None,
         guard: Any = None,
     ) -> AsyncGenerator[Item, None]:
@@ -575,16 +573,10 @@ class Runner:
             if stopped is not None:
                 summary.stopped = stopped
         report = summary.report(ctx, self.agent)
-        if result is not None:
-            result.update(report, run_id=ctx.run_id)
+        if reports is not None:
+            reports.append(report)
         if observe:
-            from rondo.lifecycle import RunEnd
-
-            wire: dict[str, Any] = dict(report)
-            error = report["error"]
-            wire["error"] = str(error) if error is not None else None
-            wire["error_type"] = type(error).__name__ if error is not None else None
-            yield RunEnd(**ctx.correlation(), **wire)
+            yield _run_end(ctx, report)
 
     async def _failure_record(self, ctx: InvocationContext, exc: Exception) -> Event | None:
         """The stored record of a failed run (`error_code`: the exception's type), or None
@@ -625,7 +617,7 @@ class Runner:
         session_id: str,
         message: Content | None,
         run_config: RunConfig | None,
-        state_delta: Mapping[str, Any] | None,
+        state_delta: Mapping[str, object] | None,
         observe: bool,
         demand: Demand | None = None,
     ) -> tuple[InvocationContext, bool]:
@@ -887,6 +879,34 @@ class Runner:
             if agent is not None and _may_transfer_back(agent):
                 return agent
         return root
+
+
+class RunReport(TypedDict):
+    """What a run reports (`RunResult`'s fields beside its records; `RunEnd`)."""
+
+    text: str
+    output: object
+    metrics: RunMetrics
+    is_abnormal: bool
+    pending: list[PendingCall]
+    error: RondoError | None
+    run_id: str
+
+
+def _run_end(ctx: InvocationContext, report: RunReport) -> RunEnd:
+    from rondo.lifecycle import RunEnd
+
+    error = report["error"]
+    return RunEnd(
+        **ctx.correlation(),
+        text=report["text"],
+        output=report["output"],
+        metrics=report["metrics"],
+        is_abnormal=report["is_abnormal"],
+        pending=report["pending"],
+        error=str(error) if error is not None else None,
+        error_type=type(error).__name__ if error is not None else None,
+    )
 
 
 async def _records(execution: AsyncGenerator[Item, None]) -> AsyncGenerator[Event, None]:
