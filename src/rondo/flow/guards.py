@@ -27,6 +27,8 @@ from rondo.lifecycle import BudgetExhausted, GuardrailTriggered, Item
 from rondo.types import Content, FunctionResponse, Part
 
 if TYPE_CHECKING:
+    from opentelemetry.util.types import AttributeValue
+
     from rondo.context import InvocationContext, ToolContext
     from rondo.flow.views import LlmAgentView
     from rondo.run_config import Budget, RunConfig
@@ -410,10 +412,10 @@ def stop_record(
     return ctx.new_event(author or None, **fields)
 
 
-def _trace_attributes(exc: GuardrailTripped | BudgetExceeded) -> dict[str, object]:
+def _trace_attributes(exc: GuardrailTripped | BudgetExceeded) -> dict[str, AttributeValue]:
     if isinstance(exc, GuardrailTripped):
         return {"rondo.guardrail.name": exc.guardrail, "rondo.guardrail.stage": exc.stage}
-    attributes: dict[str, object] = {
+    attributes: dict[str, AttributeValue] = {
         "rondo.budget.name": exc.budget,
         "rondo.budget.scope": exc.scope,
     }
