@@ -30,7 +30,9 @@ __all__ = [
 ]
 
 
-# A record's lists and maps refuse changes (G1); empty ones are shared.
+# A record's lists and maps refuse changes (G1); empty ones are shared. The values are the
+# JSON a caller or a model gave: typed Any so that a record is built from any typed dict
+# (dict is invariant: a `dict[str, str]` is no `dict[str, object]`), as pydantic reads them.
 FrozenMap = Annotated[dict[str, Any], AfterValidator(ReadOnlyDict)]
 
 

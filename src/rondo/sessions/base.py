@@ -17,7 +17,7 @@ from typing import Any, Literal, cast, overload
 
 from rondo._frozen import ReadOnlyDict
 from rondo.errors import InvalidIdError, InvalidMessageError
-from rondo.events import Event, PendingCall
+from rondo.events import Event, NestedPauseEntry, PendingCall
 from rondo.types import FunctionCall
 
 __all__ = [
@@ -398,7 +398,7 @@ def apply_pending(pending: list[PendingCall], event: Event) -> list[PendingCall]
     return pending
 
 
-def _nested_pending(event: Event, waiting: list[dict[str, Any]]) -> list[PendingCall]:
+def _nested_pending(event: Event, waiting: list[NestedPauseEntry]) -> list[PendingCall]:
     """H4: what a nested-pause record lists on its session: each call the nested run waits
     on, under the top run's ids, with the path through the call that waits on it."""
     listed: list[PendingCall] = []
