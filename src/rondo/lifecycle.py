@@ -23,7 +23,6 @@ __all__ = [
     "ActionStart",
     "BudgetExhausted",
     "ContextSize",
-    "Correlation",
     "GuardrailTriggered",
     "HITLDecided",
     "HITLPending",
@@ -153,7 +152,7 @@ class ToolCallStart(_Lifecycle):
     reason_id: str
     call_id: str
     tool_name: str
-    args: dict[str, Any] = Field(default_factory=dict[str, Any])
+    args: dict[str, object] = Field(default_factory=dict[str, object])
 
 
 class ToolCallProgress(_Lifecycle):
@@ -175,8 +174,8 @@ class ToolCallEnd(_Lifecycle):
     reason_id: str
     call_id: str
     tool_name: str
-    args: dict[str, Any] = Field(default_factory=dict[str, Any])
-    result: dict[str, Any] | None = None
+    args: dict[str, object] = Field(default_factory=dict[str, object])
+    result: dict[str, object] | None = None
     error: str | None = None
     duration_ms: float = 0.0
 
@@ -202,7 +201,7 @@ class HITLDecided(_Lifecycle):
     type: Literal["hitl_decided"] = "hitl_decided"
     call_id: str | None = None
     tool_name: str = ""
-    args: dict[str, Any] = Field(default_factory=dict[str, Any])
+    args: dict[str, object] = Field(default_factory=dict[str, object])
     decision: Literal["approve", "reject", "skip"] = "approve"
     comment: str | None = None
 
@@ -357,7 +356,7 @@ else:
 _adapter: TypeAdapter[Any] | None = None
 
 
-def parse_lifecycle_event(data: dict[str, Any]) -> Any:
+def parse_lifecycle_event(data: dict[str, object]) -> Any:
     """Read a JSON projection back; returns None for an event type this version does not know."""
     try:
         return _get_adapter().validate_python(data)
@@ -397,6 +396,6 @@ def to_sse(event: Any, *, id: str | None = None) -> str:
     return sse_frame(to_json(event).encode(), event=event.type, id=id).decode()
 
 
-def json_schema() -> dict[str, Any]:
+def json_schema() -> dict[str, object]:
     """The JSON schema of the wire format (the discriminated union of every event type)."""
     return _get_adapter().json_schema()

@@ -55,7 +55,7 @@ class NestedRunner(Protocol):
         session_id: str,
         new_message: Message,
         run_config: RunConfig | None,
-        state_delta: Mapping[str, Any] | None,
+        state_delta: Mapping[str, object] | None,
         *,
         observe: bool,
         demand: Demand | None = None,
@@ -89,7 +89,7 @@ class SubRunner:
         session_id: str,
         request: Content,
         answers: list[FunctionResponse],
-        state: Mapping[str, Any] | None,
+        state: Mapping[str, object] | None,
         on_item: Callable[[Any], None] | None,
     ) -> SubRunOutcome:
         runner = self._runner_for(agent)

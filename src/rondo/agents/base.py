@@ -54,7 +54,7 @@ class BaseAgent:
     # its parent position makes it and its other children transfer targets (SPEC X1).
     transfers: ClassVar[bool] = False
     # The instruction a root agent gives every LLM agent below it (SPEC P4).
-    global_instruction: str | Callable[..., Any] = ""
+    global_instruction: str | Callable[..., object] = ""
 
     # How a workflow agent runs its sub-agents: one after another, or side by side; None for
     # an agent that picks what runs next (an LLM agent, a graph, a supervised team). Resuming

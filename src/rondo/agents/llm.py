@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Agent", "InstructionProvider", "LlmAgent"]
 
-InstructionProvider = Callable[..., Any]
+InstructionProvider = Callable[..., object]
 
 # A JSON answer a model wrapped in a Markdown code fence.
 _FENCED_JSON = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)\n?[ \t]*```", re.S)
@@ -62,7 +62,7 @@ class Agent(BaseAgent):
         model: Model | str | None = None,
         instruction: str | InstructionProvider = "",
         description: str = "",
-        tools: Sequence[BaseTool | BaseToolset | Callable[..., Any]] = (),
+        tools: Sequence[BaseTool | BaseToolset | Callable[..., object]] = (),
         sub_agents: Sequence[BaseAgent] = (),
         output_key: str | None = None,
         output_schema: Any = None,
@@ -83,10 +83,10 @@ class Agent(BaseAgent):
         before_agent_callback: BeforeAgentCallback | Sequence[BeforeAgentCallback] | None = None,
         after_agent_callback: AfterAgentCallback | Sequence[AfterAgentCallback] | None = None,
         max_concurrent_tool_calls: int | None = None,
-        input_guardrails: Sequence[Any] = (),
-        output_guardrails: Sequence[Any] = (),
-        tool_input_guardrails: Sequence[Any] = (),
-        tool_output_guardrails: Sequence[Any] = (),
+        input_guardrails: Sequence[object] = (),
+        output_guardrails: Sequence[object] = (),
+        tool_input_guardrails: Sequence[object] = (),
+        tool_output_guardrails: Sequence[object] = (),
         context_strategies: ContextStrategy | Sequence[ContextStrategy] | None = None,
     ) -> None:
         super().__init__(
@@ -230,7 +230,7 @@ class Agent(BaseAgent):
         return self._output_adapter
 
     @property
-    def output_json_schema(self) -> dict[str, Any] | None:
+    def output_json_schema(self) -> dict[str, object] | None:
         return self._output_json_schema if self._output_adapter is not None else None
 
     def parse_output(self, text: str) -> Any:

@@ -34,6 +34,7 @@ from rondo.types import Content
 if TYPE_CHECKING:
     from rondo.context import ToolContext
     from rondo.hooks import AfterAgentCallback, BeforeAgentCallback
+    from rondo.lifecycle import Correlation
 
 __all__ = ["Team"]
 
@@ -48,8 +49,10 @@ SUPERVISOR_NODE = "supervisor"
 
 # The ids come from the context (`InvocationContext.correlation`, the one place a lifecycle
 # event gets them); only who and which node are the team's own.
-def _ids(ctx: InvocationContext, agent: str, node: str) -> dict[str, Any]:
-    return ctx.correlation() | {"agent_name": agent, "node": node}
+def _ids(ctx: InvocationContext, agent: str, node: str) -> Correlation:
+    ids = ctx.correlation()
+    ids["agent_name"], ids["node"] = agent, node
+    return ids
 
 
 def _node_start(ctx: InvocationContext, team: str, node: str) -> NodeStart:
@@ -107,7 +110,7 @@ class _MemberTool(BaseTool):
     def declaration(self) -> FunctionDeclaration:
         return self._declaration
 
-    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def run(self, args: dict[str, object], tool_context: ToolContext) -> Any:
         request = args.get("request")
         if not isinstance(request, str) or not request.strip():
             raise ToolArgumentsError("Invalid arguments: argument 'request' must be non-empty text")

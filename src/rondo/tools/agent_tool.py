@@ -50,7 +50,7 @@ NO_REPLIES = (
     "Complete the task using only the information provided above."
 )
 
-_REQUEST_SCHEMA: dict[str, Any] = {
+_REQUEST_SCHEMA: dict[str, object] = {
     "type": "object",
     "properties": {
         "request": {
@@ -62,7 +62,7 @@ _REQUEST_SCHEMA: dict[str, Any] = {
 }
 
 
-def _request_text(args: dict[str, Any]) -> str:
+def _request_text(args: dict[str, object]) -> str:
     request = args.get("request")
     unknown = sorted(set(args) - {"request"})
     if unknown or not isinstance(request, str) or not request.strip():
@@ -91,7 +91,7 @@ def _failure(events: list[Event], author: str) -> str | None:
     return None
 
 
-def _result_of(agent: AgentNode, events: list[Event]) -> dict[str, Any]:
+def _result_of(agent: AgentNode, events: list[Event]) -> dict[str, object]:
     """The answer a delegated agent gave: finish_task's arguments, or its (validated) text;
     an `{"error": ...}` response when its run ended on an error record."""
     for event in reversed(events):
@@ -114,8 +114,8 @@ async def run_in_own_session(
     task_index: int = 1,
     description: str = "",
     is_multitask: bool = False,
-    state: dict[str, Any] | None = None,
-) -> tuple[dict[str, Any] | None, SubRunOutcome]:
+    state: dict[str, object] | None = None,
+) -> tuple[dict[str, object] | None, SubRunOutcome]:
     """Run `agent` on `request` in the nested session `session_id` of the runner's store
     (created on first use; continued when this call is dispatched again), with its own run
     id. Returns its result, or None while it waits on calls of its own (H4).
@@ -190,7 +190,7 @@ class AgentTool(_DelegateTool):
         self.agent = agent
         self.skip_summarization = skip_summarization
 
-    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def run(self, args: dict[str, object], tool_context: ToolContext) -> Any:
         request = _request_text(args)
         state = {k: v for k, v in tool_context.state.items() if not k.startswith("temp:")}
         call_id = tool_context.function_call_id or uuid.uuid4().hex
@@ -225,7 +225,7 @@ class TaskTool(_DelegateTool):
         super().__init__(agent, f"Delegate a task to the {agent.name} agent.")
         self.agent = agent
 
-    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def run(self, args: dict[str, object], tool_context: ToolContext) -> Any:
         request = _request_text(args)
         parent = tool_context.invocation_context
         scope = tool_context.function_call_id or uuid.uuid4().hex
@@ -282,7 +282,7 @@ class FinishTaskTool(BaseTool):
     """`finish_task`: a task agent's last call; its validated arguments are the result."""
 
     def __init__(
-        self, schema: dict[str, Any] | None = None, adapter: TypeAdapter[Any] | None = None
+        self, schema: dict[str, object] | None = None, adapter: TypeAdapter[Any] | None = None
     ) -> None:
         """`schema`/`adapter`: the task agent's output schema, as JSON schema and as the
         adapter that validates its result (None: the result is text)."""
@@ -293,7 +293,7 @@ class FinishTaskTool(BaseTool):
         self._adapter = adapter
         self._wrapped = schema is None or schema.get("type") != "object"
         if schema is None:
-            parameters: dict[str, Any] = {
+            parameters: dict[str, object] = {
                 "type": "object",
                 "properties": {"result": {"type": "string", "description": "The result."}},
                 "required": ["result"],
@@ -313,7 +313,7 @@ class FinishTaskTool(BaseTool):
     def declaration(self) -> FunctionDeclaration:
         return self._declaration
 
-    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def run(self, args: dict[str, object], tool_context: ToolContext) -> Any:
         adapter = self._adapter
         if adapter is not None:
             value = args.get("result") if self._wrapped else args
@@ -323,7 +323,7 @@ class FinishTaskTool(BaseTool):
                 allowed = list(self._declaration.parameters.get("properties", {}))
                 raise ToolArgumentsError(format_validation_error(exc, allowed)) from None
             dumped: Any = adapter.dump_python(validated, mode="json")
-            result: dict[str, Any] = dumped if isinstance(dumped, dict) else {"result": dumped}  # pyright: ignore[reportUnknownVariableType]
+            result: dict[str, object] = dumped if isinstance(dumped, dict) else {"result": dumped}  # pyright: ignore[reportUnknownVariableType]
         else:
             result = {"result": str(args.get("result", ""))}
         # The task is over: this response ends the agent's turn (F2).

@@ -22,7 +22,7 @@ SET_MODEL_RESPONSE = "set_model_response"
 
 
 class SetModelResponseTool(BaseTool):
-    def __init__(self, adapter: TypeAdapter[Any], schema: dict[str, Any]) -> None:
+    def __init__(self, adapter: TypeAdapter[Any], schema: dict[str, object]) -> None:
         super().__init__(
             name=SET_MODEL_RESPONSE,
             description="Give your final answer. Call this once, last, with the answer's fields.",
@@ -41,7 +41,7 @@ class SetModelResponseTool(BaseTool):
     def declaration(self) -> FunctionDeclaration:
         return self._declaration
 
-    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def run(self, args: dict[str, object], tool_context: ToolContext) -> Any:
         value = args.get("result") if self._wrapped else args
         try:
             validated = self._adapter.validate_python(value)
@@ -49,4 +49,4 @@ class SetModelResponseTool(BaseTool):
             allowed = list(self._declaration.parameters.get("properties", {}))
             raise ToolArgumentsError(format_validation_error(exc, allowed)) from None
         dumped: Any = self._adapter.dump_python(validated, mode="json")
-        return cast(dict[str, Any], dumped) if isinstance(dumped, dict) else {"result": dumped}
+        return cast(dict[str, object], dumped) if isinstance(dumped, dict) else {"result": dumped}
