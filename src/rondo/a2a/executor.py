@@ -28,7 +28,7 @@ import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -257,7 +257,7 @@ def _answers_only(content: Content) -> bool:
     return bool(parts) and all(p.function_response is not None for p in parts)
 
 
-def _event_metadata(event: Event) -> dict[str, Any]:
+def _event_metadata(event: Event) -> dict[str, object]:
     return {
         "adk_author": event.author,
         "adk_event_id": event.id,
