@@ -5,8 +5,8 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
@@ -33,6 +33,14 @@ def clean_schema(schema: Any) -> Any:
     if isinstance(schema, list):
         return [clean_schema(v) for v in typing.cast(list[object], schema)]
     return schema
+
+
+def argument_names(parameters: Mapping[str, object]) -> list[str]:
+    """The argument names a JSON schema of a call's arguments declares (its `properties`)."""
+    properties = parameters.get("properties")
+    if not isinstance(properties, Mapping):
+        return []
+    return [str(name) for name in cast(Mapping[object, object], properties)]
 
 
 def format_validation_error(exc: ValidationError, allowed: list[str]) -> str:

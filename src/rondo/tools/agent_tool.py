@@ -25,7 +25,7 @@ from rondo.events import Event, PendingCall
 from rondo.lifecycle import TaskEvent
 from rondo.models.base import FunctionDeclaration
 from rondo.sessions.base import apply_pending, nested_session_id, waiting_calls
-from rondo.tools._schema import format_validation_error
+from rondo.tools._schema import argument_names, format_validation_error
 from rondo.tools.base import BaseTool
 from rondo.types import Content, Part
 
@@ -320,7 +320,7 @@ class FinishTaskTool(BaseTool):
             try:
                 validated = adapter.validate_python(value)
             except ValidationError as exc:
-                allowed = list(self._declaration.parameters.get("properties", {}))
+                allowed = argument_names(self._declaration.parameters)
                 raise ToolArgumentsError(format_validation_error(exc, allowed)) from None
             dumped: Any = adapter.dump_python(validated, mode="json")
             result: dict[str, object] = dumped if isinstance(dumped, dict) else {"result": dumped}  # pyright: ignore[reportUnknownVariableType]

@@ -10,7 +10,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from rondo.errors import ToolArgumentsError
 from rondo.models.base import FunctionDeclaration
-from rondo.tools._schema import format_validation_error
+from rondo.tools._schema import argument_names, format_validation_error
 from rondo.tools.base import BaseTool
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ class SetModelResponseTool(BaseTool):
         )
         self._adapter = adapter
         self._wrapped = schema.get("type") != "object"
-        parameters = (
+        parameters: dict[str, object] = (
             {"type": "object", "properties": {"result": schema}, "required": ["result"]}
             if self._wrapped
             else schema
@@ -46,7 +46,7 @@ class SetModelResponseTool(BaseTool):
         try:
             validated = self._adapter.validate_python(value)
         except ValidationError as exc:
-            allowed = list(self._declaration.parameters.get("properties", {}))
+            allowed = argument_names(self._declaration.parameters)
             raise ToolArgumentsError(format_validation_error(exc, allowed)) from None
         dumped: Any = self._adapter.dump_python(validated, mode="json")
         return cast(dict[str, object], dumped) if isinstance(dumped, dict) else {"result": dumped}
