@@ -202,7 +202,7 @@ def authorize(who: str | None, user_id: str) -> None:
         raise HTTPException(403, detail="this token may not access another user's data")
 
 
-def check_shared_state(who: str | None, delta: Mapping[str, Any] | None) -> None:
+def check_shared_state(who: str | None, delta: Mapping[str, object] | None) -> None:
     """Refuse (403) a client's write of `app:` state when the server has users.
 
     `app:` keys are one state shared by every user of the app: with tokens, a user writing
