@@ -119,7 +119,7 @@ class RunRequest:
     user_id: str
     session_id: str
     message: Content | None
-    state_delta: dict[str, Any] | None
+    state_delta: dict[str, object] | None
     config: RunConfig
     release: Callable[[], Awaitable[None]]
     on_disconnect: str = "continue"
@@ -223,7 +223,7 @@ class DetachedRun:
     stop_reason: str | None = None
     done: bool = False
     base: int = 0  # the ordinal of the run's last record before its first item
-    _items: list[Any] = field(default_factory=list[Any])
+    _items: list[object] = field(default_factory=list[object])
     _invocations: dict[str, None] = field(default_factory=dict[str, None])
     # Subscribers waiting for the next item: a future each, made only when one waits.
     _waiting: list[asyncio.Future[None]] = field(default_factory=list[asyncio.Future[None]])
