@@ -108,7 +108,9 @@ def state_at(created: Mapping[str, object], events: Sequence[Event]) -> dict[str
     return state
 
 
-def rewind_state_delta(target: Mapping[str, object], current: Mapping[str, object]) -> dict[str, object]:
+def rewind_state_delta(
+    target: Mapping[str, object], current: Mapping[str, object]
+) -> dict[str, object]:
     """The delta that turns the session scope of `current` into `target` (`None` removes)."""
     now = _session_scope(current)
     delta: dict[str, object] = {k: v for k, v in target.items() if k not in now or now[k] != v}
