@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -33,13 +33,29 @@ def run_coroutine_sync(factory: Callable[[], Awaitable[T]]) -> T:
         return pool.submit(asyncio.run, main()).result()
 
 
+class _Here:
+    """A fresh event loop in this thread (no loop is running here)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self.loop.run_until_complete(coro)
+
+    def stop(self) -> None:
+        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        self.loop.close()
+
+
 class _LoopThread:
+    """An event loop in a helper thread (a loop is running in this one)."""
+
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="rondo-sync", daemon=True)
         self.thread.start()
 
-    def run(self, coro: Any) -> Any:
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def stop(self) -> None:
@@ -50,30 +66,19 @@ class _LoopThread:
 
 def iterate_sync(factory: Callable[[], AsyncGenerator[T, None]]) -> Iterator[T]:
     """Drive an async generator from sync code; leaving the loop early closes it properly."""
-    if not _loop_running():
-        loop = asyncio.new_event_loop()
-        agen = factory()
-        try:
-            while True:
-                try:
-                    item = loop.run_until_complete(anext(agen))
-                except StopAsyncIteration:
-                    return
-                yield item
-        finally:
-            loop.run_until_complete(agen.aclose())
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
-    else:
-        runner = _LoopThread()
-        agen = factory()
-        try:
-            while True:
-                try:
-                    item = runner.run(anext(agen))
-                except StopAsyncIteration:
-                    return
-                yield item
-        finally:
-            runner.run(agen.aclose())
-            runner.stop()
+    driver = _Here() if not _loop_running() else _LoopThread()
+    agen = factory()
+    try:
+        while True:
+            try:
+                item = driver.run(_next(agen))
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        driver.run(agen.aclose())
+        driver.stop()
+
+
+async def _next(agen: AsyncGenerator[T, None]) -> T:
+    return await anext(agen)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, Unpack
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Unpack
 
 from rondo._state_values import check_state_value
 from rondo.errors import ConfigurationError, ReadOnlyStateError
@@ -29,15 +29,18 @@ from rondo.sessions.base import TEMP_PREFIX, BaseSessionService, Session
 from rondo.types import Content, FunctionCall, FunctionResponse, Part
 
 if TYPE_CHECKING:
-    from rondo.agents.base import BaseAgent
     from rondo.artifacts.base import BaseArtifactService
-    from rondo.durable.resume import ResumePoint
+    from rondo.errors import BudgetExceeded
+    from rondo.lifecycle import Correlation, Item, LifecycleEvent
     from rondo.memory.base import BaseMemoryService, SearchMemoryResponse
-    from rondo.plugins import PluginManager
+    from rondo.outcome import ResumePoint
     from rondo.telemetry import AgentTrace
+    from rondo.types import Usage
 
 __all__ = [
     "Actions",
+    "AgentNode",
+    "Budgets",
     "CallbackContext",
     "Demand",
     "InvocationContext",
@@ -49,7 +52,56 @@ __all__ = [
     "ToolContext",
 ]
 
-_MISSING: Any = object()
+_MISSING = object()
+
+
+class AgentNode(Protocol):
+    """An agent as the layers below the agents see it: a name in a tree, how a parent
+    reaches it, and its run. `rondo.agents.base.BaseAgent` implements it; the context, the
+    tools and the loop ask an agent through these members, never by its class."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def parent_agent(self) -> AgentNode | None: ...
+    @property
+    def sub_agents(self) -> Sequence[AgentNode]: ...
+    @property
+    def root_agent(self) -> AgentNode: ...
+
+    # Whether it picks, with its model, who answers next (SPEC X1).
+    transfers: ClassVar[bool]
+
+    @property
+    def reached_by_call(self) -> bool:
+        """Whether a parent reaches it by a tool call rather than by transfer (X1, C2)."""
+        ...
+
+    @property
+    def global_instruction(self) -> str | Callable[..., object]:
+        """The instruction a root agent gives every LLM agent below it (SPEC P4)."""
+        ...
+
+    def find_agent(self, name: str) -> AgentNode | None: ...
+    def answer_of(self, text: str) -> dict[str, object]:
+        """The tool response it gives for its final `text` when it answers as a tool."""
+        ...
+
+    def run_async(self, parent_context: InvocationContext, /) -> AsyncGenerator[Item, None]: ...
+
+
+class Budgets(Protocol):
+    """A run's budgets as the loop checks them (`rondo.flow.guards.RunGuard`, SPEC G6)."""
+
+    model_calls: int
+
+    def add_usage(self, usage: Usage) -> None: ...
+    def before_model(self) -> BudgetExceeded | None: ...
+    def admit(
+        self, calls: Sequence[FunctionCall]
+    ) -> tuple[dict[str, dict[str, object]], BudgetExceeded | None]: ...
 
 
 @dataclass(slots=True)
@@ -57,7 +109,7 @@ class Actions:
     """The side effects a callback or tool is recording: the mutable draft of the frozen
     `EventActions` its event will carry (`tool_context.actions.escalate = True`)."""
 
-    state_delta: dict[str, Any] = field(default_factory=dict[str, Any])
+    state_delta: dict[str, object] = field(default_factory=dict[str, object])
     artifact_delta: dict[str, int] = field(default_factory=dict[str, int])
     transfer_to_agent: str | None = None
     escalate: bool | None = None
@@ -90,7 +142,7 @@ class Actions:
         )
 
 
-class State(Mapping[str, Any]):
+class State(Mapping[str, object]):
     """The merged state view (session, `app:`, `user:`, `temp:`) with writes recorded as a delta.
 
     Reads see this context's own writes first. With `readonly`, writes raise `TypeError`.
@@ -100,15 +152,15 @@ class State(Mapping[str, Any]):
 
     def __init__(
         self,
-        base: Mapping[str, Any],
-        temp: Mapping[str, Any],
-        delta: dict[str, Any] | None = None,
+        base: Mapping[str, object],
+        temp: Mapping[str, object],
+        delta: dict[str, object] | None = None,
         *,
         readonly: bool = False,
     ) -> None:
         self._base = base
         self._temp = temp
-        self._delta: dict[str, Any] = {} if delta is None else delta
+        self._delta: dict[str, object] = {} if delta is None else delta
         self._readonly = readonly
 
     def __getitem__(self, key: str) -> Any:
@@ -134,7 +186,7 @@ class State(Mapping[str, Any]):
             return self._temp.get(key, default)
         return self._base.get(key, default)
 
-    def __setitem__(self, key: str, value: Any) -> None:
+    def __setitem__(self, key: str, value: object) -> None:
         if self._readonly:
             raise ReadOnlyStateError(
                 "this context's state is read-only; write state from a callback or tool"
@@ -144,7 +196,7 @@ class State(Mapping[str, Any]):
         check_state_value(key, value)
         self._delta[key] = value
 
-    def update(self, values: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
+    def update(self, values: Mapping[str, object] | None = None, /, **kwargs: object) -> None:
         for key, value in {**(values or {}), **kwargs}.items():
             self[key] = value
 
@@ -169,7 +221,7 @@ class State(Mapping[str, Any]):
     def has_delta(self) -> bool:
         return bool(self._delta)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {**self._base, **self._temp, **self._delta}
 
     def __repr__(self) -> str:
@@ -185,13 +237,13 @@ class EventSink:
 
     __slots__ = ("_put",)
 
-    def __init__(self, put: Callable[[tuple[Any, asyncio.Future[None] | None]], None]) -> None:
+    def __init__(self, put: Callable[[tuple[Item, asyncio.Future[None] | None]], None]) -> None:
         self._put = put
 
-    def emit(self, item: Any) -> None:
+    def emit(self, item: LifecycleEvent) -> None:
         self._put((item, None))
 
-    async def send(self, item: Any) -> None:
+    async def send(self, item: Item) -> None:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._put((item, done))
         await done
@@ -254,13 +306,13 @@ class SubRun(Protocol):
     async def __call__(
         self,
         ctx: InvocationContext,
-        agent: BaseAgent,
+        agent: AgentNode,
         *,
         session_id: str,
         request: Content,
         answers: list[FunctionResponse],
-        state: Mapping[str, Any] | None,
-        on_item: Callable[[Any], None] | None,
+        state: Mapping[str, object] | None,
+        on_item: Callable[[LifecycleEvent], None] | None,
     ) -> SubRunOutcome:
         """Start `agent` on `request` in a new session `session_id`, or continue it there:
         with `answers` to the calls it waits on, or from where an interrupted run stopped
@@ -275,7 +327,7 @@ class _Shared:
 
     def __init__(self, demand: Demand | None) -> None:
         self.llm_calls = 0
-        self.temp_state: dict[str, Any] = {}
+        self.temp_state: dict[str, object] = {}
         self.demand = demand if demand is not None else Demand()
         # D1: where an interrupted invocation stopped, until the agent that resumes takes it.
         self.resume_point: ResumePoint | None = None
@@ -330,11 +382,11 @@ class InvocationContext:
         user_id: str,
         session: Session,
         session_service: BaseSessionService,
-        plugins: PluginManager,
+        plugins: object,
         invocation_id: str,
         run_id: str,
-        agent: BaseAgent,
-        root_agent: BaseAgent,
+        agent: AgentNode,
+        root_agent: AgentNode,
         run_config: RunConfig | None = None,
         user_content: Content | None = None,
         artifact_service: BaseArtifactService | None = None,
@@ -349,11 +401,14 @@ class InvocationContext:
         self.user_id = user_id
         self.session = session
         self.session_service = session_service
+        # The run's `rondo.plugins.PluginManager`, for the layers above the plugins (which
+        # reach its typed dispatch through `rondo.plugins.plugins_of`); the context itself
+        # never calls a hook.
         self.plugins = plugins
         self.invocation_id = invocation_id
         self.run_id = run_id
-        self.agent = agent
-        self.root_agent = root_agent
+        self.agent: AgentNode = agent
+        self.root_agent: AgentNode = root_agent
         self.run_config = run_config or RunConfig()
         self.user_content = user_content
         self.artifact_service = artifact_service
@@ -375,14 +430,14 @@ class InvocationContext:
         self.sub_run: SubRun | None = None
         # G6: the run's budgets (`rondo.flow.guards.RunGuard`), shared by every agent's
         # context; None without a budget, so the loop checks nothing.
-        self.guard: Any = None
+        self.guard: Budgets | None = None
         # A sub-run (an agent answering as a tool) shares its caller's demand (R7).
         self._shared = _Shared(demand)
         self._end = _EndFlag()
 
     def for_agent(
         self,
-        agent: BaseAgent,
+        agent: AgentNode,
         *,
         branch: str | None = None,
         isolation_scope: str | None = None,
@@ -417,7 +472,7 @@ class InvocationContext:
             **fields,
         )
 
-    def correlation(self) -> dict[str, Any]:
+    def correlation(self) -> Correlation:
         """The ids every lifecycle event of this context carries (SPEC V2)."""
         return {
             "run_id": self.run_id,
@@ -427,7 +482,7 @@ class InvocationContext:
         }
 
     @property
-    def temp_state(self) -> dict[str, Any]:
+    def temp_state(self) -> dict[str, object]:
         return self._shared.temp_state
 
     @property
@@ -482,7 +537,7 @@ class InvocationContext:
         shared.resume_point = None
         return True
 
-    def finished_branches(self, parallel: BaseAgent) -> frozenset[str] | None:
+    def finished_branches(self, parallel: AgentNode) -> frozenset[str] | None:
         """D1: the interrupted invocation stopped right after a branch of `parallel` finished,
         with other branches left: the names of the finished ones (takes the resume point, so
         the others run)."""
@@ -561,7 +616,7 @@ class ReadonlyContext:
         return self._inv.user_content
 
     @property
-    def state(self) -> Mapping[str, Any]:
+    def state(self) -> Mapping[str, object]:
         return State(self._inv.session.state, self._inv.temp_state, readonly=True)
 
 
@@ -679,7 +734,7 @@ class ToolContext(CallbackContext):
         self._reason_id = reason_id
         self._started = False
         # The progress the call reported (a streaming tool's chunks), in order.
-        self.progress: list[Any] = []
+        self.progress: list[object] = []
         # A threading.Event so sync tools in worker threads can wait on it too.
         self.cancel_event = threading.Event()
         # H4: a call continued after its nested run paused: the answers to what that run
@@ -720,7 +775,7 @@ class ToolContext(CallbackContext):
             # later call's start of the same step), the body waits and never begins.
             await self._inv.demand.wait()
 
-    def report_progress(self, chunk: Any) -> None:
+    def report_progress(self, chunk: object) -> None:
         """Report a piece of this call's progress (a streaming tool's chunks are reported
         for it): a `ToolCallProgress` on the lifecycle stream, before the call's end."""
         self.progress.append(chunk)
@@ -751,7 +806,7 @@ class ToolContext(CallbackContext):
         """Whether the run's lifecycle view is consumed (so `emit` reaches someone)."""
         return self._inv.observe and self._inv.sink is not None
 
-    def emit(self, event: Any) -> None:
+    def emit(self, event: LifecycleEvent) -> None:
         """Send a lifecycle event (a `PlanUpdate`, a wrapped sub-agent event...) to the
         stream, between this call's `ToolCallStart` and `ToolCallEnd`. A no-op when nobody
         observes the lifecycle view."""
@@ -759,7 +814,7 @@ class ToolContext(CallbackContext):
         if sink is not None and self._inv.observe:
             sink.emit(event)
 
-    async def send_event(self, event: Any) -> None:
+    async def send_event(self, event: Event) -> None:
         """Hand a record up to the runner and wait until it is stored (for tools whose
         `yields_events` is set, such as task agents running in this session)."""
         sink = self._inv.sink
@@ -769,7 +824,7 @@ class ToolContext(CallbackContext):
             )
         await sink.send(event)
 
-    def request_confirmation(self, *, hint: str | None = None, payload: Any = None) -> None:
+    def request_confirmation(self, *, hint: str | None = None, payload: object = None) -> None:
         """Ask a human to confirm this call; the run pauses after this step (SPEC H1)."""
         if self.function_call_id is None:
             raise ConfigurationError("request_confirmation() needs a function call id")

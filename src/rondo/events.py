@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any, Literal, TypedDict
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, TypedDict, cast
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -104,6 +105,17 @@ NO_ACTIONS = EventActions.model_construct(
 # an answer to one reaches the agent that made the waiting call; the model never sees it.
 NESTED_PAUSE = "rondo:nested_pause"
 
+
+class NestedPauseEntry(TypedDict, total=False):
+    """One waiting call of a nested-pause record (H4), as `custom_metadata` keeps it."""
+
+    call_id: str
+    tool_name: str
+    agent: str
+    # What the nested run waits on: `PendingCall`s as JSON.
+    pending: list[dict[str, object]]
+
+
 # Issue 23: the `custom_metadata` key of the record a failed run ends on (`error_code`: the
 # exception's type). It says the run failed; it does not end the invocation for SPEC D1 — a
 # run started again with no new message resumes from where the failure cut it.
@@ -141,10 +153,10 @@ class PendingCall(BaseModel):
         """The path as text (`main → worker@call-1`), or "" for a call of the top run."""
         return " → ".join(self.path)
 
-    def _answer(self, response: dict[str, Any]) -> Part:
+    def _answer(self, response: Mapping[str, object]) -> Part:
         name = "adk_request_confirmation" if self.kind == "confirmation" else self.tool_name
         return Part(
-            function_response=FunctionResponse(name=name, response=response, id=self.call_id)
+            function_response=FunctionResponse(name=name, response=dict(response), id=self.call_id)
         )
 
     def approve(self, payload: Any = None) -> Part:
@@ -159,7 +171,7 @@ class PendingCall(BaseModel):
         """The message part that skips this call: `observation` is recorded as its result."""
         return self._answer({"confirmed": True, "decision": "skip", "observation": observation})
 
-    def respond(self, result: dict[str, Any] | str) -> Part:
+    def respond(self, result: Mapping[str, object] | str) -> Part:
         """The message part that delivers a long-running call's result; text is the result
         `{"text": ...}` (the answer to a remote A2A agent's question is sent to it as text)."""
         return self._answer({"text": result} if isinstance(result, str) else result)
@@ -213,14 +225,14 @@ class Event(BaseModel):
         return self.content.text if self.content is not None else ""
 
     @property
-    def nested_pause(self) -> list[dict[str, Any]] | None:
+    def nested_pause(self) -> list[NestedPauseEntry] | None:
         """H4: on a nested-pause record, the waiting calls (`call_id`, `tool_name`, `agent`,
         `pending`: what the nested run waits on); None on any other record."""
         metadata = self.custom_metadata
         if not metadata:
             return None
-        waiting: Any = metadata.get(NESTED_PAUSE)
-        return list(waiting) if waiting is not None else None
+        waiting = metadata.get(NESTED_PAUSE)
+        return list(cast(list[NestedPauseEntry], waiting)) if waiting is not None else None
 
     def is_final_response(self) -> bool:
         """Whether this event ends the agent's turn (SPEC F2), in the seed's order of checks."""

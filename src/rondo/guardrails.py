@@ -25,13 +25,14 @@ a pass: it fails the run (input, output) or the call (tool).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast, overload
+from typing import Literal, TypeVar, cast, overload
 
 from rondo.errors import InvalidCallbackError
 
 __all__ = [
+    "Guardrail",
     "GuardrailFunctionOutput",
     "GuardrailStage",
     "InputGuardrail",
@@ -55,29 +56,36 @@ class GuardrailFunctionOutput:
     (None withholds it), the error the model sees for a blocked tool call."""
 
     tripwire_triggered: bool = False
-    output_info: Any = None
+    output_info: object = None
     message: str | None = None
 
 
+G = TypeVar("G", bound="Guardrail")
+GuardrailFn = Callable[..., object]
+
+
 @dataclass(frozen=True)
-class _Guardrail:
-    guardrail_function: Callable[..., Any]
+class Guardrail:
+    """A check that blocks (one of the four kinds below): its function, its name and where it
+    runs."""
+
+    guardrail_function: GuardrailFn
     name: str = ""
 
-    stage: Any = "input"
+    stage: GuardrailStage = "input"
 
     @property
     def label(self) -> str:
         return self.name or getattr(self.guardrail_function, "__name__", "guardrail")
 
-    async def run(self, *args: Any) -> GuardrailFunctionOutput:
+    async def run(self, *args: object) -> GuardrailFunctionOutput:
         """Call the function (sync or async) and read its verdict."""
         return await self.read(self.guardrail_function(*args))
 
-    async def read(self, result: Any) -> GuardrailFunctionOutput:
+    async def read(self, result: object) -> GuardrailFunctionOutput:
         """The verdict in what the function returned (awaited first when it is async)."""
         if isinstance(result, Awaitable):
-            result = await cast(Awaitable[Any], result)
+            result = await cast(Awaitable[object], result)
         if isinstance(result, GuardrailFunctionOutput):
             return result
         if isinstance(result, bool):
@@ -89,7 +97,7 @@ class _Guardrail:
 
 
 @dataclass(frozen=True)
-class InputGuardrail(_Guardrail):
+class InputGuardrail(Guardrail):
     """`fn(ctx: ReadonlyContext, agent, message: Content)`: the user's message of the turn,
     before the agent's first model call."""
 
@@ -97,7 +105,7 @@ class InputGuardrail(_Guardrail):
 
 
 @dataclass(frozen=True)
-class OutputGuardrail(_Guardrail):
+class OutputGuardrail(Guardrail):
     """`fn(ctx: ReadonlyContext, agent, output: Content)`: the agent's final answer (`.text`
     for its text; a structured answer is its JSON), before it is stored or shown."""
 
@@ -105,91 +113,93 @@ class OutputGuardrail(_Guardrail):
 
 
 @dataclass(frozen=True)
-class ToolInputGuardrail(_Guardrail):
+class ToolInputGuardrail(Guardrail):
     """`fn(ctx: ToolContext, tool, args: dict)`: a call's arguments, before the tool runs."""
 
     stage: GuardrailStage = "tool_input"
 
 
 @dataclass(frozen=True)
-class ToolOutputGuardrail(_Guardrail):
+class ToolOutputGuardrail(Guardrail):
     """`fn(ctx: ToolContext, tool, args: dict, result: dict)`: a call's result (the response
     dict the model would see), before the model sees it."""
 
     stage: GuardrailStage = "tool_output"
 
 
-def _decorator(kind: Any, fn: Any, name: str | None) -> Any:
-    if fn is not None:
-        if not callable(fn):
-            raise InvalidCallbackError(f"a guardrail must be a callable, got {type(fn).__name__}")
-        return kind(guardrail_function=fn, name=name or "")
+def _decorator(
+    kind: type[G], fn: GuardrailFn | None, name: str | None
+) -> G | Callable[[GuardrailFn], G]:
+    if fn is None:
+        return lambda inner: _make(kind, inner, name)
+    return _make(kind, fn, name)
 
-    def wrap(inner: Callable[..., Any]) -> Any:
-        return _decorator(kind, inner, name)
 
-    return wrap
+def _make(kind: type[G], fn: object, name: str | None) -> G:
+    if not callable(fn):
+        raise InvalidCallbackError(f"a guardrail must be a callable, got {type(fn).__name__}")
+    return kind(guardrail_function=fn, name=name or "")
 
 
 @overload
-def input_guardrail(fn: Callable[..., Any], /) -> InputGuardrail: ...
+def input_guardrail(fn: GuardrailFn, /) -> InputGuardrail: ...
 @overload
+def input_guardrail(*, name: str | None = None) -> Callable[[GuardrailFn], InputGuardrail]: ...
 def input_guardrail(
-    *, name: str | None = None
-) -> Callable[[Callable[..., Any]], InputGuardrail]: ...
-def input_guardrail(fn: Callable[..., Any] | None = None, /, *, name: str | None = None) -> Any:
+    fn: GuardrailFn | None = None, /, *, name: str | None = None
+) -> InputGuardrail | Callable[[GuardrailFn], InputGuardrail]:
     """Make `fn(ctx, agent, message)` an input guardrail (`@input_guardrail` or
     `@input_guardrail(name=...)`)."""
     return _decorator(InputGuardrail, fn, name)
 
 
 @overload
-def output_guardrail(fn: Callable[..., Any], /) -> OutputGuardrail: ...
+def output_guardrail(fn: GuardrailFn, /) -> OutputGuardrail: ...
 @overload
+def output_guardrail(*, name: str | None = None) -> Callable[[GuardrailFn], OutputGuardrail]: ...
 def output_guardrail(
-    *, name: str | None = None
-) -> Callable[[Callable[..., Any]], OutputGuardrail]: ...
-def output_guardrail(fn: Callable[..., Any] | None = None, /, *, name: str | None = None) -> Any:
+    fn: GuardrailFn | None = None, /, *, name: str | None = None
+) -> OutputGuardrail | Callable[[GuardrailFn], OutputGuardrail]:
     """Make `fn(ctx, agent, output)` an output guardrail."""
     return _decorator(OutputGuardrail, fn, name)
 
 
 @overload
-def tool_input_guardrail(fn: Callable[..., Any], /) -> ToolInputGuardrail: ...
+def tool_input_guardrail(fn: GuardrailFn, /) -> ToolInputGuardrail: ...
 @overload
 def tool_input_guardrail(
     *, name: str | None = None
-) -> Callable[[Callable[..., Any]], ToolInputGuardrail]: ...
+) -> Callable[[GuardrailFn], ToolInputGuardrail]: ...
 def tool_input_guardrail(
-    fn: Callable[..., Any] | None = None, /, *, name: str | None = None
-) -> Any:
+    fn: GuardrailFn | None = None, /, *, name: str | None = None
+) -> ToolInputGuardrail | Callable[[GuardrailFn], ToolInputGuardrail]:
     """Make `fn(ctx, tool, args)` a tool input guardrail."""
     return _decorator(ToolInputGuardrail, fn, name)
 
 
 @overload
-def tool_output_guardrail(fn: Callable[..., Any], /) -> ToolOutputGuardrail: ...
+def tool_output_guardrail(fn: GuardrailFn, /) -> ToolOutputGuardrail: ...
 @overload
 def tool_output_guardrail(
     *, name: str | None = None
-) -> Callable[[Callable[..., Any]], ToolOutputGuardrail]: ...
+) -> Callable[[GuardrailFn], ToolOutputGuardrail]: ...
 def tool_output_guardrail(
-    fn: Callable[..., Any] | None = None, /, *, name: str | None = None
-) -> Any:
+    fn: GuardrailFn | None = None, /, *, name: str | None = None
+) -> ToolOutputGuardrail | Callable[[GuardrailFn], ToolOutputGuardrail]:
     """Make `fn(ctx, tool, args, result)` a tool output guardrail."""
     return _decorator(ToolOutputGuardrail, fn, name)
 
 
-def as_guardrails(value: Any, kind: Any, what: str) -> tuple[Any, ...]:
+def as_guardrails(value: object, kind: type[G], what: str) -> tuple[G, ...]:
     """An agent's guardrail list: guardrails of `kind`, plain functions wrapped as one."""
     if value is None:
         return ()
-    items: tuple[Any, ...] = (
-        tuple(cast(Any, value)) if isinstance(value, list | tuple) else (value,)
+    items: Sequence[object] = (
+        cast(Sequence[object], value) if isinstance(value, list | tuple) else (value,)
     )
-    out: list[Any] = []
+    out: list[G] = []
     for item in items:
-        if isinstance(item, _Guardrail):
+        if isinstance(item, Guardrail):
             if not isinstance(item, kind):
                 raise InvalidCallbackError(
                     f"{what} takes {kind.__name__}s, got a {type(item).__name__} ({item.label!r})"

@@ -8,7 +8,7 @@ parameters and the plugin manager's dispatch; `HookName` names every plugin hook
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Literal, TypeAlias, get_args
 
 if TYPE_CHECKING:
     from rondo.context import CallbackContext, ToolContext
@@ -32,8 +32,8 @@ __all__ = [
     "ToolResult",
 ]
 
-ToolArgs: TypeAlias = "dict[str, Any]"
-ToolResult: TypeAlias = "dict[str, Any]"
+ToolArgs: TypeAlias = "dict[str, object]"
+ToolResult: TypeAlias = "dict[str, object]"
 _Answer: TypeAlias = "Content | str | Awaitable[Content | str | None] | None"
 _Response: TypeAlias = "ModelResponse | Awaitable[ModelResponse | None] | None"
 _Result: TypeAlias = "ToolResult | Awaitable[ToolResult | None] | None"
@@ -48,7 +48,7 @@ AfterToolCallback: TypeAlias = "Callable[[BaseTool, ToolArgs, ToolContext, ToolR
 OnToolErrorCallback: TypeAlias = "Callable[[BaseTool, ToolArgs, ToolContext, Exception], _Result]"
 
 # One callable or a list of them, as every `Agent(..._callback=...)` parameter takes.
-CallbackOrList: TypeAlias = "Callable[..., Any] | Sequence[Callable[..., Any]] | None"
+CallbackOrList: TypeAlias = "Callable[..., object] | Sequence[Callable[..., object]] | None"
 
 HookName = Literal[
     "on_user_message",

@@ -10,7 +10,7 @@ and `parse_lifecycle_event` reads it back, returning None for types it does not 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -49,6 +49,16 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+
+
+class Correlation(TypedDict):
+    """The ids every lifecycle event of one agent's context carries (SPEC V2):
+    `InvocationContext.correlation()`, spread into each event."""
+
+    run_id: str
+    invocation_id: str
+    agent_name: str
+    node: str | None
 
 
 class _Lifecycle(BaseModel):
@@ -142,7 +152,7 @@ class ToolCallStart(_Lifecycle):
     reason_id: str
     call_id: str
     tool_name: str
-    args: dict[str, Any] = Field(default_factory=dict[str, Any])
+    args: dict[str, object] = Field(default_factory=dict[str, object])
 
 
 class ToolCallProgress(_Lifecycle):
@@ -164,8 +174,8 @@ class ToolCallEnd(_Lifecycle):
     reason_id: str
     call_id: str
     tool_name: str
-    args: dict[str, Any] = Field(default_factory=dict[str, Any])
-    result: dict[str, Any] | None = None
+    args: dict[str, object] = Field(default_factory=dict[str, object])
+    result: dict[str, object] | None = None
     error: str | None = None
     duration_ms: float = 0.0
 
@@ -191,7 +201,7 @@ class HITLDecided(_Lifecycle):
     type: Literal["hitl_decided"] = "hitl_decided"
     call_id: str | None = None
     tool_name: str = ""
-    args: dict[str, Any] = Field(default_factory=dict[str, Any])
+    args: dict[str, object] = Field(default_factory=dict[str, object])
     decision: Literal["approve", "reject", "skip"] = "approve"
     comment: str | None = None
 
@@ -346,7 +356,7 @@ else:
 _adapter: TypeAdapter[Any] | None = None
 
 
-def parse_lifecycle_event(data: dict[str, Any]) -> Any:
+def parse_lifecycle_event(data: dict[str, object]) -> Any:
     """Read a JSON projection back; returns None for an event type this version does not know."""
     try:
         return _get_adapter().validate_python(data)
@@ -386,6 +396,6 @@ def to_sse(event: Any, *, id: str | None = None) -> str:
     return sse_frame(to_json(event).encode(), event=event.type, id=id).decode()
 
 
-def json_schema() -> dict[str, Any]:
+def json_schema() -> dict[str, object]:
     """The JSON schema of the wire format (the discriminated union of every event type)."""
     return _get_adapter().json_schema()

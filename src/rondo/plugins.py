@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from rondo._callbacks import first_result
+from rondo._callbacks import Callbacks, first_result
 from rondo.errors import ConfigurationError
 from rondo.hooks import HOOK_NAMES, HookName
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from rondo.tools.base import BaseTool
     from rondo.types import Content
 
-__all__ = ["Plugin", "PluginManager"]
+__all__ = ["Plugin", "PluginManager", "plugins_of"]
 
 # Kept for callers of the old name; `rondo.hooks.HookName` is the typed list.
 HOOKS = HOOK_NAMES
@@ -72,22 +72,22 @@ class Plugin:
         return None
 
     async def before_tool(
-        self, tool: BaseTool, args: dict[str, Any], tool_context: ToolContext
-    ) -> dict[str, Any] | None:
+        self, tool: BaseTool, args: dict[str, object], tool_context: ToolContext
+    ) -> dict[str, object] | None:
         return None
 
     async def after_tool(
         self,
         tool: BaseTool,
-        args: dict[str, Any],
+        args: dict[str, object],
         tool_context: ToolContext,
-        result: dict[str, Any],
-    ) -> dict[str, Any] | None:
+        result: dict[str, object],
+    ) -> dict[str, object] | None:
         return None
 
     async def on_tool_error(
-        self, tool: BaseTool, args: dict[str, Any], tool_context: ToolContext, error: Exception
-    ) -> dict[str, Any] | None:
+        self, tool: BaseTool, args: dict[str, object], tool_context: ToolContext, error: Exception
+    ) -> dict[str, object] | None:
         return None
 
 
@@ -105,7 +105,7 @@ class PluginManager:
                 raise ConfigurationError(f"two plugins are named {plugin.name!r}")
             names.add(plugin.name)
         self.plugins = tuple(plugins)
-        self._hooks: dict[HookName, tuple[Any, ...]] = {}
+        self._hooks: dict[HookName, Callbacks] = {}
         for hook in HOOK_NAMES:
             base = getattr(Plugin, hook)
             self._hooks[hook] = tuple(
@@ -158,30 +158,41 @@ class PluginManager:
         self,
         hook: Literal["before_tool"],
         tool: BaseTool,
-        args: dict[str, Any],
+        args: dict[str, object],
         tool_context: ToolContext,
         /,
-    ) -> dict[str, Any] | None: ...
+    ) -> dict[str, object] | None: ...
     @overload
     async def run(
         self,
         hook: Literal["after_tool"],
         tool: BaseTool,
-        args: dict[str, Any],
+        args: dict[str, object],
         tool_context: ToolContext,
-        result: dict[str, Any],
+        result: dict[str, object],
         /,
-    ) -> dict[str, Any] | None: ...
+    ) -> dict[str, object] | None: ...
     @overload
     async def run(
         self,
         hook: Literal["on_tool_error"],
         tool: BaseTool,
-        args: dict[str, Any],
+        args: dict[str, object],
         tool_context: ToolContext,
         error: Exception,
         /,
-    ) -> dict[str, Any] | None: ...
+    ) -> dict[str, object] | None: ...
     async def run(self, hook: HookName, *args: Any) -> Any:
         """Call `hook` on each plugin in order; the first non-None result is returned."""
         return await first_result(self._hooks[hook], *args)
+
+
+def plugins_of(ctx: InvocationContext) -> PluginManager:
+    """The run's plugin manager, typed: the context (a layer below the plugins) carries it as
+    a plain object, and the agents, the loop and the runner dispatch hooks through this."""
+    plugins = ctx.plugins
+    if not isinstance(plugins, PluginManager):
+        raise ConfigurationError(
+            f"the invocation's plugins must be a PluginManager, got {plugins!r}"
+        )
+    return plugins

@@ -127,8 +127,8 @@ class RunConfig(BaseModel):
     # OpenAI Realtime's `{"voice": ...}`).
     speech_config: Any = None
     # Transcribe the user's / the model's speech (True or a provider config dict).
-    input_audio_transcription: bool | dict[str, Any] | None = True
-    output_audio_transcription: bool | dict[str, Any] | None = True
+    input_audio_transcription: bool | dict[str, object] | None = True
+    output_audio_transcription: bool | dict[str, object] | None = True
     # Ask for resumption handles (a reconnect continues the provider session); None: off.
     session_resumption: SessionResumptionConfig | None = None
     # The provider's voice-activity settings, passed through (e.g. disable automatic
@@ -140,6 +140,7 @@ class RunConfig(BaseModel):
     max_live_reconnects: int = Field(default=5, ge=0)
     # W8: tools added to every LLM agent's own for this run only — a front end's client-side
     # tools (AG-UI `tools`), whose calls pause the run until the client sends their results.
+    # `BaseTool`s: Any, because the tools sit in a layer above this config.
     extra_tools: tuple[Any, ...] = ()
     # Seed 000's SaveInputBlobsAsArtifacts: a user message's inline files are saved as
     # artifacts and stored as references to them; the model still sees the files (R5, W8).

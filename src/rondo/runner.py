@@ -11,8 +11,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from rondo.agents.base import BaseAgent, Item
 from rondo.errors import (
@@ -23,48 +22,27 @@ from rondo.errors import (
     OutputValidationError,
     RondoError,
 )
+from rondo.outcome import ResumePoint, RunResult
 
 if TYPE_CHECKING:
     # Records, contexts, stores and the lifecycle classes load when a runner is built or
     # first runs: `from rondo import Runner` stays cheap (issue 8), and a records-only run
     # never needs the lifecycle classes.
     from rondo.artifacts.base import BaseArtifactService
-    from rondo.context import Demand, InvocationContext
-    from rondo.durable.resume import ResumePoint
+    from rondo.context import AgentNode, Demand, InvocationContext
     from rondo.events import Event, PendingCall
-    from rondo.lifecycle import LifecycleEvent, RunMetrics
+    from rondo.lifecycle import LifecycleEvent, RunEnd, RunMetrics
     from rondo.memory.base import BaseMemoryService
     from rondo.models.live import LiveRequestQueue
     from rondo.plugins import Plugin
     from rondo.run_config import RunConfig
     from rondo.sessions.base import BaseSessionService, Session
     from rondo.sub_runs import SubRunner
-    from rondo.types import Content, Part
+    from rondo.types import Content, Message
 
-__all__ = ["RunResult", "Runner"]
+__all__ = ["RunReport", "RunResult", "Runner"]
 
 logger = logging.getLogger("rondo.runner")
-
-if TYPE_CHECKING:
-    Message = Content | str | Part | Sequence[Part] | None
-
-
-@dataclass
-class RunResult:
-    """The full result of one run: `output` is the final text, or the validated object when
-    the answering agent has an output schema."""
-
-    output: Any
-    events: list[Event]
-    session_id: str
-    text: str = ""
-    run_id: str = ""
-    pending: list[PendingCall] = field(default_factory=lambda: [])
-    metrics: RunMetrics = field(default_factory=lambda: _run_metrics())
-    is_abnormal: bool = False
-    # Why the run did not produce its output: an `OutputValidationError` when the final
-    # answer does not fit the answering agent's output schema (then `output` is None).
-    error: RondoError | None = None
 
 
 def _run_metrics(**values: Any) -> RunMetrics:
@@ -90,8 +68,9 @@ def _as_content(message: Message) -> Content | None:
         return Content.user(message)
     if isinstance(message, Part):
         return Content(role="user", parts=[message])
-    parts: list[Any] = list(message) if isinstance(message, Sequence) else [message]  # pyright: ignore[reportUnnecessaryIsInstance]
-    if parts and all(isinstance(p, Part) for p in parts):
+    items: list[object] = list(message) if isinstance(message, Sequence) else [message]  # pyright: ignore[reportUnnecessaryIsInstance]
+    parts = [p for p in items if isinstance(p, Part)]
+    if parts and len(parts) == len(items):
         return Content(role="user", parts=parts)
     raise InvalidMessageError(
         "new_message must be Content, str, a Part, a list of Part or None, got "
@@ -191,7 +170,7 @@ class _Summary:
     def abnormal(self) -> bool:
         return self.last is not None and self.last.partial
 
-    def report(self, ctx: InvocationContext, root: BaseAgent) -> dict[str, Any]:
+    def report(self, ctx: InvocationContext, root: BaseAgent) -> RunReport:
         """What the run's `RunEnd` and `RunResult` report (`error`: an exception)."""
         output, error = self.output(root)
         stopped = self.stopped
@@ -204,6 +183,7 @@ class _Summary:
             "is_abnormal": self.abnormal or error is not None,
             "pending": [p for p in ctx.session.pending if p.run_id == ctx.run_id],
             "error": error,
+            "run_id": ctx.run_id,
         }
 
 
@@ -235,50 +215,39 @@ class Runner:
 
     # -- public entry points ------------------------------------------------------------------
 
-    async def run_async(
+    def run_async(
         self,
         *,
         user_id: str,
         session_id: str,
         new_message: Message = None,
         run_config: RunConfig | None = None,
-        state_delta: Mapping[str, Any] | None = None,
+        state_delta: Mapping[str, object] | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Run one invocation and yield its records; each is stored before it is yielded."""
-        from rondo.events import Event
-
-        execution = self.execute(
-            user_id, session_id, new_message, run_config, state_delta, observe=False
+        return _records(
+            self.execute(user_id, session_id, new_message, run_config, state_delta, observe=False)
         )
-        async with aclosing(execution) as items:
-            async for item in items:
-                if isinstance(item, Event):
-                    yield item
 
-    async def stream_async(
+    def stream_async(
         self,
         *,
         user_id: str,
         session_id: str,
         new_message: Message = None,
         run_config: RunConfig | None = None,
-        state_delta: Mapping[str, Any] | None = None,
+        state_delta: Mapping[str, object] | None = None,
     ) -> AsyncGenerator[LifecycleEvent, None]:
         """Run one invocation and yield the lifecycle view (`RunStart` … `RunEnd`).
 
         Streams model output (`streaming_mode="sse"`) unless `run_config` says otherwise.
         """
-        from rondo.events import Event
         from rondo.run_config import RunConfig
 
         config = run_config or RunConfig(streaming_mode="sse")
-        execution = self.execute(
-            user_id, session_id, new_message, config, state_delta, observe=True
+        return _lifecycle(
+            self.execute(user_id, session_id, new_message, config, state_delta, observe=True)
         )
-        async with aclosing(execution) as items:
-            async for item in items:
-                if not isinstance(item, Event):
-                    yield item
 
     def run(
         self,
@@ -287,7 +256,7 @@ class Runner:
         session_id: str,
         new_message: Message = None,
         run_config: RunConfig | None = None,
-        state_delta: Mapping[str, Any] | None = None,
+        state_delta: Mapping[str, object] | None = None,
     ) -> Iterator[Event]:
         """`run_async` for synchronous code."""
         from rondo._sync import iterate_sync
@@ -316,15 +285,15 @@ class Runner:
         if session_id is None:
             session_id = await self.new_session_id(user_id)
         events: list[Event] = []
-        result: dict[str, Any] = {}
+        reports: list[RunReport] = []
         execution = self.execute(
-            user_id, session_id, new_message, run_config, None, observe=False, result=result
+            user_id, session_id, new_message, run_config, None, observe=False, reports=reports
         )
         async with aclosing(execution) as items:
             async for item in items:
                 if isinstance(item, Event) and not item.partial:
                     events.append(item)
-        return RunResult(events=events, session_id=session_id, **result)
+        return RunResult(events=events, session_id=session_id, **reports[-1])
 
     def run_sync(
         self,
@@ -345,7 +314,7 @@ class Runner:
             )
         )
 
-    async def run_live(
+    def run_live(
         self,
         *,
         user_id: str,
@@ -357,17 +326,11 @@ class Runner:
         agent's live model over one connection; yields its records (partials included),
         each stored before it is yielded. Ends when the queue is closed or the model ends
         the call; a connection that cannot be (re)opened raises `LiveConnectError`."""
-        from rondo.events import Event
-
-        execution = self._execute_live(
-            user_id, session_id, live_request_queue, run_config, observe=False
+        return _records(
+            self._execute_live(user_id, session_id, live_request_queue, run_config, observe=False)
         )
-        async with aclosing(execution) as items:
-            async for item in items:
-                if isinstance(item, Event):
-                    yield item
 
-    async def stream_live(
+    def stream_live(
         self,
         *,
         user_id: str,
@@ -377,15 +340,9 @@ class Runner:
     ) -> AsyncGenerator[LifecycleEvent, None]:
         """`run_live` as the lifecycle view: `RunStart`, per turn `ReasonStart` /
         `ReasonDelta` / `ReasonEnd`, tool events, `HITLPending`, `RunEnd`."""
-        from rondo.events import Event
-
-        execution = self._execute_live(
-            user_id, session_id, live_request_queue, run_config, observe=True
+        return _lifecycle(
+            self._execute_live(user_id, session_id, live_request_queue, run_config, observe=True)
         )
-        async with aclosing(execution) as items:
-            async for item in items:
-                if not isinstance(item, Event):
-                    yield item
 
     async def _execute_live(
         self,
@@ -400,7 +357,6 @@ class Runner:
         from rondo.agents.llm import Agent
         from rondo.context import InvocationContext
         from rondo.events import Event
-        from rondo.flow.live import run_live_agent
         from rondo.run_config import RunConfig
 
         session = await self.session_service.get_or_create_session(
@@ -438,7 +394,7 @@ class Runner:
             summary.record(early)
             yield early
         else:
-            async with aclosing(run_live_agent(agent, ctx, queue)) as items:
+            async with aclosing(agent.run_live(ctx, queue)) as items:
                 async for item in items:
                     if isinstance(item, Event):
                         item = await self._on_event(ctx, item)
@@ -447,11 +403,7 @@ class Runner:
             if "after_run" in self.plugin_manager.active:
                 await self.plugin_manager.run("after_run", ctx)
         if observe:
-            from rondo.lifecycle import RunEnd
-
-            report = summary.report(ctx, self.agent)
-            report["error"] = str(report["error"]) if report["error"] is not None else None
-            yield RunEnd(**ctx.correlation(), **report)
+            yield _run_end(ctx, summary.report(ctx, self.agent))
 
     async def close(self) -> None:
         """Close the toolsets of every agent in the tree (MCP connections, processes)."""
@@ -535,10 +487,10 @@ class Runner:
         session_id: str,
         new_message: Message,
         run_config: RunConfig | None,
-        state_delta: Mapping[str, Any] | None,
+        state_delta: Mapping[str, object] | None,
         *,
         observe: bool,
-        result: dict[str, Any] | None = None,
+        reports: list[RunReport] | None = None,
         demand: Demand | None = None,
         guard: Any = None,
     ) -> AsyncGenerator[Item, None]:
@@ -621,16 +573,10 @@ class Runner:
             if stopped is not None:
                 summary.stopped = stopped
         report = summary.report(ctx, self.agent)
-        if result is not None:
-            result.update(report, run_id=ctx.run_id)
+        if reports is not None:
+            reports.append(report)
         if observe:
-            from rondo.lifecycle import RunEnd
-
-            wire: dict[str, Any] = dict(report)
-            error = report["error"]
-            wire["error"] = str(error) if error is not None else None
-            wire["error_type"] = type(error).__name__ if error is not None else None
-            yield RunEnd(**ctx.correlation(), **wire)
+            yield _run_end(ctx, report)
 
     async def _failure_record(self, ctx: InvocationContext, exc: Exception) -> Event | None:
         """The stored record of a failed run (`error_code`: the exception's type), or None
@@ -671,7 +617,7 @@ class Runner:
         session_id: str,
         message: Content | None,
         run_config: RunConfig | None,
-        state_delta: Mapping[str, Any] | None,
+        state_delta: Mapping[str, object] | None,
         observe: bool,
         demand: Demand | None = None,
     ) -> tuple[InvocationContext, bool]:
@@ -686,7 +632,7 @@ class Runner:
         )
         point = None
         if message is None and not state_delta:
-            from rondo.durable.resume import find_resume_point
+            from rondo.resume import find_resume_point
 
             point = find_resume_point(session.events, session.pending, self.agent)
         if point is not None:
@@ -818,8 +764,22 @@ class Runner:
         if runner is None:
             from rondo.sub_runs import SubRunner
 
-            runner = self._sub_runner = SubRunner(self)
+            runner = self._sub_runner = SubRunner(self._nested)
         return runner
+
+    def _nested(self, agent: AgentNode) -> Runner:
+        """The runner of an agent that runs as a tool of this one: the same store, services
+        and plugins (a subclass builds its own kind)."""
+        if not isinstance(agent, BaseAgent):
+            raise ConfigurationError(f"only an agent runs as a tool, got {agent!r}")
+        return type(self)(
+            agent=agent,
+            app_name=self.app_name,
+            session_service=self.session_service,
+            artifact_service=self.artifact_service,
+            memory_service=self.memory_service,
+            plugins=self.plugin_manager.plugins,
+        )
 
     async def _before_run(self, ctx: InvocationContext) -> Event | None:
         """A plugin's `before_run` answer replaces the agent's run: stored, then yielded."""
@@ -919,6 +879,54 @@ class Runner:
             if agent is not None and _may_transfer_back(agent):
                 return agent
         return root
+
+
+class RunReport(TypedDict):
+    """What a run reports (`RunResult`'s fields beside its records; `RunEnd`)."""
+
+    text: str
+    output: object
+    metrics: RunMetrics
+    is_abnormal: bool
+    pending: list[PendingCall]
+    error: RondoError | None
+    run_id: str
+
+
+def _run_end(ctx: InvocationContext, report: RunReport) -> RunEnd:
+    from rondo.lifecycle import RunEnd
+
+    error = report["error"]
+    return RunEnd(
+        **ctx.correlation(),
+        text=report["text"],
+        output=report["output"],
+        metrics=report["metrics"],
+        is_abnormal=report["is_abnormal"],
+        pending=report["pending"],
+        error=str(error) if error is not None else None,
+        error_type=type(error).__name__ if error is not None else None,
+    )
+
+
+async def _records(execution: AsyncGenerator[Item, None]) -> AsyncGenerator[Event, None]:
+    """The records of an execution (`run_async`, `run_live`)."""
+    from rondo.events import Event
+
+    async with aclosing(execution) as items:
+        async for item in items:
+            if isinstance(item, Event):
+                yield item
+
+
+async def _lifecycle(execution: AsyncGenerator[Item, None]) -> AsyncGenerator[LifecycleEvent, None]:
+    """The lifecycle view of an execution (`stream_async`, `stream_live`)."""
+    from rondo.events import Event
+
+    async with aclosing(execution) as items:
+        async for item in items:
+            if not isinstance(item, Event):
+                yield item
 
 
 def _failure_message(exc: Exception) -> str:

@@ -15,57 +15,81 @@ continues the same nested run instead of starting another:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rondo.context import SubRunOutcome
-from rondo.durable.resume import find_resume_point
 from rondo.events import Event, PendingCall
+from rondo.resume import find_resume_point
 from rondo.sessions.base import waiting_calls
 from rondo.types import Content, FunctionResponse, Part
 
 if TYPE_CHECKING:
     from rondo.agents.base import BaseAgent
-    from rondo.context import InvocationContext
-    from rondo.runner import Runner
-    from rondo.sessions.base import Session
+    from rondo.context import AgentNode, Demand, InvocationContext
+    from rondo.lifecycle import Item
+    from rondo.run_config import RunConfig
+    from rondo.sessions.base import BaseSessionService, Session
+    from rondo.types import Message
 
-__all__ = ["SubRunner"]
+__all__ = ["NestedRunner", "SubRunner"]
+
+
+class NestedRunner(Protocol):
+    """What a sub-run asks of the runner of its agent (`rondo.runner.Runner`): the store
+    and app it runs in, and the one execution path."""
+
+    @property
+    def agent(self) -> BaseAgent: ...
+
+    @property
+    def app_name(self) -> str: ...
+
+    @property
+    def session_service(self) -> BaseSessionService: ...
+
+    def execute(
+        self,
+        user_id: str,
+        session_id: str,
+        new_message: Message,
+        run_config: RunConfig | None,
+        state_delta: Mapping[str, object] | None,
+        *,
+        observe: bool,
+        demand: Demand | None = None,
+        guard: Any = None,
+    ) -> AsyncGenerator[Item, None]: ...
 
 
 class SubRunner:
-    """Runs agents in nested sessions of one runner's store (see the module docstring)."""
+    """Runs agents in nested sessions of one runner's store (see the module docstring).
 
-    __slots__ = ("_runner", "_runners")
+    `runner_of(agent)` builds the runner of a nested agent (the same store, services and
+    plugins as the caller's); one is built per agent and kept."""
 
-    def __init__(self, runner: Runner) -> None:
-        self._runner = runner
-        self._runners: dict[int, Runner] = {}
+    __slots__ = ("_runner_of", "_runners")
 
-    def _runner_for(self, agent: BaseAgent) -> Runner:
+    def __init__(self, runner_of: Callable[[AgentNode], NestedRunner]) -> None:
+        self._runner_of = runner_of
+        self._runners: dict[int, NestedRunner] = {}
+
+    def _runner_for(self, agent: AgentNode) -> NestedRunner:
         runner = self._runners.get(id(agent))
         if runner is None:
-            parent = self._runner
-            runner = self._runners[id(agent)] = type(parent)(
-                agent=agent,
-                app_name=parent.app_name,
-                session_service=parent.session_service,
-                artifact_service=parent.artifact_service,
-                memory_service=parent.memory_service,
-                plugins=parent.plugin_manager.plugins,
-            )
+            runner = self._runners[id(agent)] = self._runner_of(agent)
         return runner
 
     async def __call__(
         self,
         ctx: InvocationContext,
-        agent: BaseAgent,
+        agent: AgentNode,
         *,
         session_id: str,
         request: Content,
         answers: list[FunctionResponse],
-        state: Mapping[str, Any] | None,
+        state: Mapping[str, object] | None,
         on_item: Callable[[Any], None] | None,
     ) -> SubRunOutcome:
         runner = self._runner_for(agent)
@@ -82,7 +106,7 @@ class SubRunner:
             message = request
         else:
             message = _answers_for(session, answers)
-            if message is None and not _resumable(session, agent):
+            if message is None and not _resumable(session, runner.agent):
                 return _outcome(session)
         execution = runner.execute(
             ctx.user_id,

@@ -23,28 +23,59 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Iterable
 
-    from opentelemetry.metrics import Histogram
-    from opentelemetry.trace import Span, Tracer
+    from opentelemetry.metrics import Histogram, MeterProvider
+    from opentelemetry.trace import Span, SpanKind, Tracer, TracerProvider
+    from opentelemetry.util.types import AttributeValue
 
-    from rondo.agents.base import BaseAgent
-    from rondo.context import InvocationContext
     from rondo.events import Event
     from rondo.models.base import Model, ModelRequest, ModelResponse
-    from rondo.types import Content, FunctionCall
+    from rondo.sessions.base import Session
+    from rondo.types import Content, FunctionCall, Part
 
 __all__ = [
     "CAPTURE_CONTENT_ENV",
     "AgentTrace",
     "ModelTrace",
     "ToolTrace",
+    "TracedRun",
     "capture_content",
     "start_agent",
 ]
+
+
+class _TracedAgent(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+
+
+class TracedRun(Protocol):
+    """What an agent's span is named and correlated from: an invocation context
+    (`rondo.context.InvocationContext`, the layer above, carries the trace it starts)."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def invocation_id(self) -> str: ...
+    @property
+    def app_name(self) -> str: ...
+    @property
+    def user_id(self) -> str: ...
+    @property
+    def session(self) -> Session: ...
+    @property
+    def agent(self) -> _TracedAgent: ...
+    @property
+    def user_content(self) -> Content | None: ...
+    @property
+    def trace(self) -> AgentTrace | None: ...
+
 
 CAPTURE_CONTENT_ENV = (
     "RONDO_OTEL_CAPTURE_CONTENT",
@@ -77,7 +108,7 @@ class _Instruments:
 
     __slots__ = ("duration", "meter_provider", "tokens", "tracer", "tracer_provider")
 
-    def __init__(self, tracer_provider: Any, meter_provider: Any) -> None:
+    def __init__(self, tracer_provider: TracerProvider, meter_provider: MeterProvider) -> None:
         from rondo._version import __version__
 
         self.tracer_provider = tracer_provider
@@ -131,7 +162,7 @@ def _active() -> _Instruments | None:
     return cached
 
 
-def _ids(ctx: InvocationContext) -> dict[str, Any]:
+def _ids(ctx: TracedRun) -> dict[str, AttributeValue]:
     session_id = ctx.session.id
     return {
         "gen_ai.conversation.id": session_id,
@@ -150,15 +181,15 @@ def _ids(ctx: InvocationContext) -> dict[str, Any]:
     }
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     import json  # only when content is captured: `import rondo` stays light
 
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _content_json(contents: Any) -> str:
+def _content_json(contents: Iterable[Content | None]) -> str:
     """Contents as the conventions' message list: `[{"role", "parts": [...]}]`, as JSON."""
-    messages: list[dict[str, Any]] = []
+    messages: list[dict[str, object]] = []
     for content in contents:
         if content is None:
             continue
@@ -166,7 +197,7 @@ def _content_json(contents: Any) -> str:
     return _json(messages)
 
 
-def _part(part: Any) -> dict[str, Any]:
+def _part(part: Part) -> dict[str, object]:
     if part.text is not None:
         return {"type": "thinking" if part.thought else "text", "content": part.text}
     call = part.function_call
@@ -196,7 +227,7 @@ class AgentTrace:
     __slots__ = ("_ids", "_started", "agent_name", "capture", "instruments", "model", "span")
 
     def __init__(
-        self, instruments: _Instruments, span: Span, ids: dict[str, Any], agent_name: str
+        self, instruments: _Instruments, span: Span, ids: dict[str, AttributeValue], agent_name: str
     ) -> None:
         self.instruments = instruments
         self.agent_name = agent_name
@@ -219,7 +250,7 @@ class AgentTrace:
         span.end()
         self.instruments.duration.record(time.perf_counter() - self._started, attributes)
 
-    def note(self, name: str, attributes: dict[str, Any]) -> None:
+    def note(self, name: str, attributes: dict[str, AttributeValue]) -> None:
         """A span event on this agent's span (a tripped guardrail, a used-up budget: G6)."""
         self.span.add_event(name, attributes)
 
@@ -239,7 +270,7 @@ class AgentTrace:
         """Start the `execute_tool {tool}` span of one tool call."""
         return ToolTrace(self, call, description)
 
-    def child_span(self, name: str, kind: Any, attributes: dict[str, Any]) -> Span:
+    def child_span(self, name: str, kind: SpanKind, attributes: dict[str, AttributeValue]) -> Span:
         """Start a span under this agent's, with the run's ids added to `attributes`."""
         from opentelemetry import trace
 
@@ -252,7 +283,7 @@ class AgentTrace:
         )
 
 
-def start_agent(parent: InvocationContext, ctx: InvocationContext) -> AgentTrace | None:
+def start_agent(parent: TracedRun, ctx: TracedRun) -> AgentTrace | None:
     """Start the `invoke_agent` span of `ctx.agent`'s run (None when nothing records).
 
     It nests under the parent agent's span when there is one, else under the current span
@@ -262,17 +293,17 @@ def start_agent(parent: InvocationContext, ctx: InvocationContext) -> AgentTrace
         return None
     from opentelemetry import trace
 
-    agent: BaseAgent = ctx.agent
+    agent = ctx.agent
     outer = parent.trace
     ids = _ids(ctx)
-    attributes: dict[str, Any] = {
+    attributes: dict[str, AttributeValue] = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": agent.name,
         **ids,
     }
     if agent.description:
         attributes["gen_ai.agent.description"] = agent.description
-    model: Any = getattr(agent, "model", None)
+    model: object = getattr(agent, "model", None)
     model_name = model if isinstance(model, str) else getattr(model, "name", None)
     if isinstance(model_name, str) and model_name:
         attributes["gen_ai.request.model"] = model_name
@@ -305,7 +336,7 @@ class ModelTrace:
 
         self._agent = agent
         name = request.model or model.name
-        metric_attributes: dict[str, Any] = {
+        metric_attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.request.model": name,
         }
@@ -402,7 +433,7 @@ class ToolTrace:
 
         self._agent = agent
         self._name = call.name
-        attributes: dict[str, Any] = {
+        attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": call.name,
             "gen_ai.tool.type": "function",
@@ -436,11 +467,11 @@ class ToolTrace:
         _exception(self.span, exc)
         self._error_type = type(exc).__qualname__
 
-    def done(self, result: dict[str, Any] | None) -> None:
+    def done(self, result: dict[str, object] | None) -> None:
         """The call finished: its end time is now, though the span ends with the record."""
         self._ended_ns = time.time_ns()
         elapsed = time.perf_counter() - self._started
-        attributes: dict[str, Any] = {
+        attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": self._name,
         }

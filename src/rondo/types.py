@@ -9,7 +9,8 @@ caller's to leave alone.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import Annotated, Any, TypeAlias
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -29,7 +30,9 @@ __all__ = [
 ]
 
 
-# A record's lists and maps refuse changes (G1); empty ones are shared.
+# A record's lists and maps refuse changes (G1); empty ones are shared. The values are the
+# JSON a caller or a model gave: typed Any so that a record is built from any typed dict
+# (dict is invariant: a `dict[str, str]` is no `dict[str, object]`), as pydantic reads them.
 FrozenMap = Annotated[dict[str, Any], AfterValidator(ReadOnlyDict)]
 
 
@@ -174,3 +177,8 @@ class Usage(_Data):
             # A sum with an unpriced part is unpriced: a partial figure would read as the cost.
             cost_usd=(self.cost_usd or 0.0) + (other.cost_usd or 0.0) if both_priced else None,
         )
+
+
+# What a run accepts as the user's message: content, text, one part or several (None: no new
+# message, to continue a paused or interrupted run).
+Message: TypeAlias = "Content | str | Part | Sequence[Part] | None"

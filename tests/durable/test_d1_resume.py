@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from rondo import Agent, Event, FunctionCall, FunctionTool, Runner, ToolContext
-from rondo.durable.resume import find_resume_point
 from rondo.flow.contents import INTERRUPTED_CALL_ERROR
 from rondo.flow.functions import INTERRUPTED_HOLD_ERROR
+from rondo.resume import find_resume_point
 from rondo.sessions.memory import InMemorySessionService
 from rondo.testing import ScriptedModel
 

@@ -124,11 +124,34 @@ def test_server_gc_thresholds_are_applied() -> None:
         gc.set_threshold(*before)
 
 
-def test_server_commands_tune_gc() -> None:
-    """`rondo api-server` and `rondo web` apply the server's GC settings before serving."""
-    import rondo.cli.serve as serve
+@pytest.mark.parametrize("command", ["api-server", "web"])
+def test_server_commands_tune_gc(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`rondo api-server` and `rondo web` serve with the server's GC settings applied."""
+    import gc
 
-    assert "tune_gc" in inspect.getsource(serve)
+    pytest.importorskip("uvicorn")
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from rondo.cli import app as cli_app
+    from rondo.server.process import SERVER_GC_THRESHOLDS
+
+    seen: list[tuple[int, ...]] = []
+
+    def serve(*_: object, **__: object) -> None:
+        seen.append(gc.get_threshold())
+
+    monkeypatch.setattr(uvicorn, "run", serve)
+    before = gc.get_threshold()
+    try:
+        result = CliRunner().invoke(cli_app, [command, str(tmp_path)])
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
+    assert result.exit_code == 0, result.output
+    assert seen == [SERVER_GC_THRESHOLDS]
 
 
 def test_run_routes_are_matched_first(tmp_path: Path) -> None:

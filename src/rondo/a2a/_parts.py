@@ -57,8 +57,8 @@ def struct(values: dict[str, Any]) -> struct_pb2.Struct:
     return out
 
 
-def _data_part(data: dict[str, Any], kind: str, *, long_running: bool = False) -> A2APart:
-    meta: dict[str, Any] = {TYPE_KEY: kind}
+def _data_part(data: dict[str, object], kind: str, *, long_running: bool = False) -> A2APart:
+    meta: dict[str, object] = {TYPE_KEY: kind}
     if long_running:
         meta[IS_LONG_RUNNING_KEY] = True
     return A2APart(data=json_format.ParseDict(data, struct_pb2.Value()), metadata=struct(meta))
@@ -66,7 +66,7 @@ def _data_part(data: dict[str, Any], kind: str, *, long_running: bool = False) -
 
 def call_part(call: FunctionCall, *, long_running: bool = False) -> A2APart:
     """A function call as an A2A data part (marked long-running when the caller waits)."""
-    data: dict[str, Any] = {"name": call.name, "args": dict(call.args)}
+    data: dict[str, object] = {"name": call.name, "args": dict(call.args)}
     if call.id:
         data["id"] = call.id
     return _data_part(data, FUNCTION_CALL, long_running=long_running)
@@ -83,7 +83,7 @@ def to_a2a_part(part: Part, *, long_running: bool = False) -> A2APart | None:
         return call_part(call, long_running=long_running)
     response = part.function_response
     if response is not None:
-        data: dict[str, Any] = {"name": response.name, "response": dict(response.response)}
+        data: dict[str, object] = {"name": response.name, "response": dict(response.response)}
         if response.id:
             data["id"] = response.id
         return _data_part(data, FUNCTION_RESPONSE)
@@ -122,7 +122,7 @@ def to_a2a_parts(
     return out
 
 
-def part_metadata(part: A2APart) -> dict[str, Any]:
+def part_metadata(part: A2APart) -> dict[str, object]:
     if not part.HasField("metadata"):
         return {}
     return json_format.MessageToDict(part.metadata)
@@ -133,15 +133,15 @@ def _narrow(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):
-        items = cast(dict[str, Any], value).items()
+        items = cast(dict[str, object], value).items()
         return {k: _narrow(v) for k, v in items}
     if isinstance(value, list):
-        return [_narrow(v) for v in cast(list[Any], value)]
+        return [_narrow(v) for v in cast(list[object], value)]
     return value
 
 
-def _as_dict(value: Any) -> dict[str, Any]:
-    return cast(dict[str, Any], value) if isinstance(value, dict) else {"result": value}
+def _as_dict(value: Any) -> dict[str, object]:
+    return cast(dict[str, object], value) if isinstance(value, dict) else {"result": value}
 
 
 def _from_data(data: Any, kind: Any) -> Part:

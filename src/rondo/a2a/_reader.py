@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from a2a.types import (
     Artifact,
@@ -71,7 +71,7 @@ def _is_text(event: Event) -> bool:
     )
 
 
-def answer_text(response: dict[str, Any]) -> str:
+def answer_text(response: dict[str, object]) -> str:
     """The text an answer to `INPUT_CALL` sends to the remote task: its `text` (what
     `PendingCall.respond("...")` sets), else the answer as JSON."""
     text = response.get("text")
@@ -84,7 +84,7 @@ class ResponseReader:
     """Turns the responses of one remote call into events, in order."""
 
     def __init__(
-        self, ctx: InvocationContext, author: str, sent_id: str, previous: dict[str, Any]
+        self, ctx: InvocationContext, author: str, sent_id: str, previous: dict[str, object]
     ) -> None:
         self._ctx = ctx
         self._author = author
@@ -98,7 +98,7 @@ class ResponseReader:
         self._seen: set[str] = {sent_id}
         self._held: Event | None = None
         self._artifacts: dict[str, list[Part]] = {}
-        self._delta: dict[str, Any] | None = None
+        self._delta: dict[str, object] | None = None
         self._waits_on_calls = False
         self._asked = ""  # the INPUT_CALL the task waits on, when it asked in text
 
@@ -255,7 +255,7 @@ class ResponseReader:
     def _want_state(self) -> None:
         """The session state to record: the context id, and the task id while it waits."""
         waiting = self.state in _WAITING
-        wanted: dict[str, Any] = {
+        wanted: dict[str, object] = {
             "context_id": self.context_id or None,
             "task_id": self.task_id if waiting else None,
             "waits_on_calls": waiting and self._waits_on_calls,

@@ -28,7 +28,7 @@ import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -45,7 +45,7 @@ from rondo.types import Content, FunctionCall
 if TYPE_CHECKING:
     from rondo.events import Event, PendingCall
     from rondo.run_config import RunConfig
-    from rondo.runner import Runner
+    from rondo.runner import Runner, RunReport
 
 __all__ = [
     "MAX_CONTEXT_ID_LENGTH",
@@ -219,18 +219,17 @@ class RondoAgentExecutor(AgentExecutor):
     ) -> list[PendingCall]:
         from rondo.events import Event
 
-        result: dict[str, Any] = {}
+        reports: list[RunReport] = []
         delta = {MESSAGE_ID_KEY: message_id} if message_id else None
         execution = runner.execute(
             user_id, updater.context_id, content, self._run_config, delta, observe=False,
-            result=result,
+            reports=reports,
         )  # fmt: skip
         async with aclosing(execution) as items:
             async for item in items:
                 if isinstance(item, Event) and not item.partial:
                     await _publish(updater, item, progress)
-        pending: list[PendingCall] = result.get("pending", [])
-        return pending
+        return reports[-1]["pending"] if reports else []
 
 
 def _updater(context: RequestContext, event_queue: EventQueue) -> TaskUpdater:
@@ -258,7 +257,7 @@ def _answers_only(content: Content) -> bool:
     return bool(parts) and all(p.function_response is not None for p in parts)
 
 
-def _event_metadata(event: Event) -> dict[str, Any]:
+def _event_metadata(event: Event) -> dict[str, object]:
     return {
         "adk_author": event.author,
         "adk_event_id": event.id,

@@ -28,7 +28,7 @@ import ssl
 import uuid
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import httpx
 from a2a.client import (
@@ -234,7 +234,7 @@ class RemoteA2AAgent(BaseAgent):
             f"remote agent {self.name!r} at {self.url} cannot be reached: {exc}", url=self.url
         )
 
-    def _outgoing(self, ctx: InvocationContext, previous: dict[str, Any]) -> Message:
+    def _outgoing(self, ctx: InvocationContext, previous: dict[str, object]) -> Message:
         """The latest user message, in the remote context and (when it answers) task."""
         content = _latest_user_content(ctx)
         asked = str(previous.get("asked") or "")
@@ -285,9 +285,9 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def _previous(ctx: InvocationContext, name: str) -> dict[str, Any]:
+def _previous(ctx: InvocationContext, name: str) -> dict[str, object]:
     value = ctx.state.get(state_key(name))
-    return dict(cast(dict[str, Any], value)) if isinstance(value, dict) else {}
+    return dict(cast(dict[str, object], value)) if isinstance(value, dict) else {}
 
 
 def _answers(content: Content, call_id: str) -> FunctionResponse | None:

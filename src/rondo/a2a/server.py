@@ -135,11 +135,11 @@ class _Dispatcher(JsonRpcDispatcher):
 def _list_filter_problem(body: Any) -> str | None:
     if not isinstance(body, dict):
         return None
-    fields = cast(dict[str, Any], body)
+    fields = cast(dict[str, object], body)
     params = fields.get("params")
     if fields.get("method") != "ListTasks" or not isinstance(params, dict):
         return None
-    status = cast(dict[str, Any], params).get("status")
+    status = cast(dict[str, object], params).get("status")
     names = list(TaskState.keys())
     known = (
         status in names

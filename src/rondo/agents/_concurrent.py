@@ -7,6 +7,7 @@ from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from typing import Any
 
+from rondo._fan_in import Ended, fan_in
 from rondo.agents.base import BaseAgent
 from rondo.context import InvocationContext
 
@@ -25,43 +26,32 @@ async def interleave(
     clean stop (a tripped guardrail, a used-up budget: SPEC G6) lets them finish first — they
     meet a shared budget at their next check — so no call is cut short, then it is raised.
     """
-    queue: asyncio.Queue[tuple[int, Any, asyncio.Event | None]] = asyncio.Queue()
+    queue: asyncio.Queue[tuple[int, Any, asyncio.Event]] = asyncio.Queue()
 
     async def drive(index: int, agent: BaseAgent, ctx: InvocationContext) -> None:
-        try:
-            async with aclosing(agent.run_async(ctx)) as items:
-                async for item in items:
-                    consumed = asyncio.Event()
-                    await queue.put((index, item, consumed))
-                    await consumed.wait()
-        except BaseException as exc:
-            await queue.put((index, exc, None))
-            return
-        await queue.put((index, DONE, None))
+        async with aclosing(agent.run_async(ctx)) as items:
+            async for item in items:
+                consumed = asyncio.Event()
+                await queue.put((index, item, consumed))
+                await consumed.wait()
 
     tasks = [asyncio.ensure_future(drive(i, a, c)) for i, (a, c) in enumerate(runs)]
-    remaining = len(tasks)
+    index_of: dict[asyncio.Future[None], int] = {task: i for i, task in enumerate(tasks)}
     stopped: BaseException | None = None
-    try:
-        while remaining:
-            index, item, consumed = await queue.get()
-            if item is DONE:
-                remaining -= 1
-                yield index, DONE
+    async with aclosing(fan_in(queue, tasks)) as merged:
+        async for got in merged:
+            if isinstance(got, Ended):
+                index = index_of[got.task]
+                failure = got.task.exception()
+                if failure is None:
+                    yield index, DONE
+                elif not getattr(failure, "ends_run_cleanly", False):
+                    raise failure
+                else:
+                    stopped = stopped or failure
                 continue
-            if isinstance(item, BaseException):
-                if not getattr(item, "ends_run_cleanly", False):
-                    raise item
-                stopped = stopped or item
-                remaining -= 1
-                continue
+            index, item, consumed = got
             yield index, item
-            if consumed is not None:
-                consumed.set()
-        if stopped is not None:
-            raise stopped
-    finally:
-        for task in tasks:
-            if not task.done():
-                task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+            consumed.set()
+    if stopped is not None:
+        raise stopped

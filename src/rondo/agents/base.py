@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from rondo._callbacks import Callbacks, first_result, normalize_callbacks
 from rondo.errors import ConfigurationError, DuplicateAgentNameError, InvalidCallbackError
@@ -12,7 +12,7 @@ from rondo.errors import ConfigurationError, DuplicateAgentNameError, InvalidCal
 # Records, contexts and lifecycle events load when an agent first runs: importing the agent
 # classes stays cheap (no pydantic models, no asyncio).
 if TYPE_CHECKING:
-    from rondo.context import CallbackContext, InvocationContext
+    from rondo.context import InvocationContext
     from rondo.events import Event
     from rondo.hooks import (
         AfterAgentCallback,
@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 else:
     Item = Any
 
-__all__ = ["BaseAgent", "Item"]
+__all__ = ["BaseAgent", "Item", "RunOrder"]
+
+RunOrder = Literal["sequence", "parallel"]
 
 
 def _check_name(name: Any) -> str:
@@ -52,7 +54,12 @@ class BaseAgent:
     # its parent position makes it and its other children transfer targets (SPEC X1).
     transfers: ClassVar[bool] = False
     # The instruction a root agent gives every LLM agent below it (SPEC P4).
-    global_instruction: str | Callable[..., Any] = ""
+    global_instruction: str | Callable[..., object] = ""
+
+    # How a workflow agent runs its sub-agents: one after another, or side by side; None for
+    # an agent that picks what runs next (an LLM agent, a graph, a supervised team). Resuming
+    # a run (D1, H3) re-enters the workflows around an agent by it.
+    run_order: RunOrder | None = None
 
     @property
     def reached_by_call(self) -> bool:
@@ -129,8 +136,17 @@ class BaseAgent:
                 return found
         return None
 
-    async def run_async(self, parent_context: InvocationContext) -> AsyncGenerator[Item, None]:
+    def run_async(self, parent_context: InvocationContext) -> AsyncGenerator[Item, None]:
         """Run the agent: before-agent hooks, the agent itself, after-agent hooks."""
+        return self._run_around(parent_context, self._run_impl)
+
+    async def _run_around(
+        self,
+        parent_context: InvocationContext,
+        body: Callable[[InvocationContext], AsyncGenerator[Item, None]],
+    ) -> AsyncGenerator[Item, None]:
+        """`body` (the agent's own work: its turn, or its live call) inside the agent's
+        context, its before/after-agent hooks and its `invoke_agent` span."""
         from rondo.telemetry import start_agent  # loaded on first run: `import rondo` stays light
 
         ctx = parent_context.for_agent(self)
@@ -144,7 +160,7 @@ class BaseAgent:
                 yield event
             if ctx.end_invocation:
                 return
-            async with aclosing(self._run_impl(ctx)) as items:
+            async with aclosing(body(ctx)) as items:
                 async for item in items:
                     if trace is not None and trace.capture:
                         answer = _answer(item, answer)
@@ -171,47 +187,39 @@ class BaseAgent:
             return legacy(ctx)
         raise ConfigurationError(f"{type(self).__name__} must implement _run_impl")
 
-    def _callback_event(
-        self, ctx: InvocationContext, cb_ctx: CallbackContext, content: Any
-    ) -> Event:
-        return ctx.new_event(
-            self.name,
-            content=content,
-            actions=cb_ctx.actions.to_record(),
-        )
-
     async def _before_agent(self, ctx: InvocationContext) -> Event | None:
-        plugins = ctx.plugins
-        if not self.before_agent_callbacks and not plugins.has("before_agent"):
-            return None
-        from rondo.context import CallbackContext
-
-        cb_ctx = CallbackContext(ctx)
-        content = await plugins.run("before_agent", cb_ctx)
-        if content is None:
-            content = await first_result(self.before_agent_callbacks, cb_ctx)
-        if content is not None:
-            ctx.end_invocation = True
-            return self._callback_event(ctx, cb_ctx, _as_content(content))
-        if not cb_ctx.actions.is_empty():
-            return self._callback_event(ctx, cb_ctx, None)
-        return None
+        """The plugins' and the agent's before-agent hooks; an answer ends the agent's run."""
+        return await self._agent_hooks(ctx, "before_agent", self.before_agent_callbacks)
 
     async def _after_agent(self, ctx: InvocationContext) -> Event | None:
-        plugins = ctx.plugins
-        if not self.after_agent_callbacks and not plugins.has("after_agent"):
+        return await self._agent_hooks(ctx, "after_agent", self.after_agent_callbacks)
+
+    async def _agent_hooks(
+        self,
+        ctx: InvocationContext,
+        hook: Literal["before_agent", "after_agent"],
+        callbacks: Callbacks,
+    ) -> Event | None:
+        """The record of what the hooks did: their answer, or the state they wrote (None when
+        they did nothing). Plugins run first; an answer short-circuits the rest (SPEC M3)."""
+        from rondo.plugins import plugins_of
+
+        plugins = plugins_of(ctx)
+        if not callbacks and not plugins.has(hook):
             return None
         from rondo.context import CallbackContext
 
         cb_ctx = CallbackContext(ctx)
-        content = await plugins.run("after_agent", cb_ctx)
+        content = await plugins.run(hook, cb_ctx)
         if content is None:
-            content = await first_result(self.after_agent_callbacks, cb_ctx)
+            content = await first_result(callbacks, cb_ctx)
         if content is not None:
-            return self._callback_event(ctx, cb_ctx, _as_content(content))
-        if not cb_ctx.actions.is_empty():
-            return self._callback_event(ctx, cb_ctx, None)
-        return None
+            if hook == "before_agent":
+                ctx.end_invocation = True
+            content = _as_content(content)
+        elif cb_ctx.actions.is_empty():
+            return None
+        return ctx.new_event(self.name, content=content, actions=cb_ctx.actions.to_record())
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

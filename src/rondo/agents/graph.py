@@ -50,7 +50,7 @@ class GraphState:
     """What mappings and conditions see: the graph's input and every node's latest output."""
 
     input: str
-    outputs: dict[str, Any] = field(default_factory=dict[str, Any])
+    outputs: dict[str, object] = field(default_factory=dict[str, object])
     last: Any = None
 
 
@@ -60,7 +60,7 @@ class Node:
     parameters are optional) returning the node's output or an `Interrupt`."""
 
     name: str
-    run: BaseAgent | Callable[..., Any]
+    run: BaseAgent | Callable[..., object]
     input: Callable[[GraphState], Any] | None = None
 
 
@@ -145,14 +145,14 @@ class Graph(BaseAgent):
         message = ctx.user_content
         if not isinstance(saved, dict) or message is None:
             return None
-        data = cast(dict[str, Any], saved)
+        data = cast(dict[str, object], saved)
         interrupted: Any = data.get("interrupted")
         if not isinstance(interrupted, dict):
             return None
-        point = cast(dict[str, Any], interrupted)
+        point = cast(dict[str, object], interrupted)
         state = GraphState(
             input=str(data.get("input", "")),
-            outputs=dict(cast(dict[str, Any], data.get("outputs") or {})),
+            outputs=dict(cast(dict[str, object], data.get("outputs") or {})),
             last=data.get("last"),
         )
         waiting = set(cast(list[str], point.get("waiting") or []))
@@ -193,7 +193,7 @@ class Graph(BaseAgent):
             node_input = node.input(state) if node.input is not None else state.last
             output: Any = None
             if isinstance(node.run, BaseAgent):
-                collected: list[Any] = []
+                collected: list[object] = []
                 node_events: list[Event] = []
                 run = self._run_agent_node(ctx, node, node.run, node_input, collected, answers)
                 answers = None
@@ -235,7 +235,7 @@ class Graph(BaseAgent):
         node: Node,
         agent: BaseAgent,
         node_input: Any,
-        result: list[Any],
+        result: list[object],
         answers: Content | None = None,
     ) -> AsyncGenerator[Item, None]:
         scope = f"{self.name}/{node.name}"
@@ -340,10 +340,10 @@ def _jsonable(value: Any) -> Any:
 
 
 async def _call_function(
-    fn: Callable[..., Any], node_input: Any, state: GraphState, ctx: InvocationContext
+    fn: Callable[..., object], node_input: Any, state: GraphState, ctx: InvocationContext
 ) -> Any:
     params = len(inspect.signature(fn).parameters)
-    args: list[Any] = [node_input, state, ReadonlyContext(ctx)][: max(params, 0)]
+    args = [node_input, state, ReadonlyContext(ctx)][: max(params, 0)]
     result = fn(*args)
     if inspect.isawaitable(result):
         result = await result

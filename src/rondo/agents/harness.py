@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["Harness"]
 
 
-def _task_schema(names: list[str]) -> dict[str, Any]:
+def _task_schema(names: list[str]) -> dict[str, object]:
     return {
         "type": "object",
         "properties": {
@@ -52,7 +52,7 @@ class _Tasks:
     def parse(self, spec: Any) -> tuple[BaseAgent, str, str]:
         if not isinstance(spec, dict):
             raise ToolArgumentsError("Invalid arguments: each task must be an object")
-        task: dict[str, Any] = spec  # pyright: ignore[reportUnknownVariableType]
+        task: dict[str, object] = spec  # pyright: ignore[reportUnknownVariableType]
         name = task.get("agent_name")
         agent = self.by_name.get(str(name))
         if agent is None:
@@ -74,7 +74,7 @@ class _Tasks:
         *,
         index: int,
         multitask: bool,
-    ) -> tuple[dict[str, Any], SubRunOutcome | None]:
+    ) -> tuple[dict[str, object], SubRunOutcome | None]:
         """One task in its nested session (keyed by the call and, in a multitask, the
         task's index): its result, and the outcome when it waits on calls (H4)."""
         call_id = tool_context.function_call_id or uuid.uuid4().hex
@@ -117,7 +117,7 @@ class _TaskTool(BaseTool):
     def declaration(self) -> FunctionDeclaration:
         return self._declaration
 
-    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def run(self, args: dict[str, object], tool_context: ToolContext) -> Any:
         agent, prompt, description = self._tasks.parse(args)
         result, waiting = await self._tasks.run_one(
             tool_context, agent, prompt, description, index=1, multitask=False
@@ -153,7 +153,7 @@ class _MultitaskTool(BaseTool):
     def declaration(self) -> FunctionDeclaration:
         return self._declaration
 
-    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def run(self, args: dict[str, object], tool_context: ToolContext) -> Any:
         specs = args.get("tasks")
         if not isinstance(specs, list) or not specs:
             raise ToolArgumentsError("Invalid arguments: argument 'tasks' must be a non-empty list")
@@ -187,10 +187,10 @@ class Harness(Agent):
         self,
         name: str,
         model: Any = None,
-        instruction: str | Callable[..., Any] = "",
+        instruction: str | Callable[..., object] = "",
         *,
         agents: Sequence[BaseAgent],
-        tools: Sequence[BaseTool | BaseToolset | Callable[..., Any]] = (),
+        tools: Sequence[BaseTool | BaseToolset | Callable[..., object]] = (),
         **kwargs: Any,
     ) -> None:
         if not agents:

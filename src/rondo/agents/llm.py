@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 from rondo._callbacks import Callbacks, normalize_callbacks
 from rondo._frozen import ReadOnlyDict
@@ -18,9 +18,11 @@ from rondo.errors import ConfigurationError, InvalidCallbackError, OutputValidat
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
+    from rondo._runs import AgentRunner
     from rondo.context import InvocationContext
     from rondo.events import Event
     from rondo.flow.context_strategies import ContextStrategy
+    from rondo.flow.views import AgentMode
     from rondo.hooks import (
         AfterAgentCallback,
         AfterModelCallback,
@@ -33,14 +35,15 @@ if TYPE_CHECKING:
     )
     from rondo.lifecycle import LifecycleEvent
     from rondo.models.base import GenerateConfig, Model
+    from rondo.models.live import LiveRequestQueue
+    from rondo.outcome import RunResult
     from rondo.run_config import RunConfig
-    from rondo.runner import Runner, RunResult
     from rondo.tools.base import BaseTool, BaseToolset
+    from rondo.types import Message
 
 __all__ = ["Agent", "InstructionProvider", "LlmAgent"]
 
-InstructionProvider = Callable[..., Any]
-Mode = Literal["chat", "task", "single_turn"]
+InstructionProvider = Callable[..., object]
 
 # A JSON answer a model wrapped in a Markdown code fence.
 _FENCED_JSON = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)\n?[ \t]*```", re.S)
@@ -59,7 +62,7 @@ class Agent(BaseAgent):
         model: Model | str | None = None,
         instruction: str | InstructionProvider = "",
         description: str = "",
-        tools: Sequence[BaseTool | BaseToolset | Callable[..., Any]] = (),
+        tools: Sequence[BaseTool | BaseToolset | Callable[..., object]] = (),
         sub_agents: Sequence[BaseAgent] = (),
         output_key: str | None = None,
         output_schema: Any = None,
@@ -68,7 +71,7 @@ class Agent(BaseAgent):
         generate_config: GenerateConfig | None = None,
         disallow_transfer_to_parent: bool = False,
         disallow_transfer_to_peers: bool = False,
-        mode: Mode = "chat",
+        mode: AgentMode = "chat",
         before_model_callback: BeforeModelCallback | Sequence[BeforeModelCallback] | None = None,
         after_model_callback: AfterModelCallback | Sequence[AfterModelCallback] | None = None,
         on_model_error_callback: OnModelErrorCallback
@@ -80,10 +83,10 @@ class Agent(BaseAgent):
         before_agent_callback: BeforeAgentCallback | Sequence[BeforeAgentCallback] | None = None,
         after_agent_callback: AfterAgentCallback | Sequence[AfterAgentCallback] | None = None,
         max_concurrent_tool_calls: int | None = None,
-        input_guardrails: Sequence[Any] = (),
-        output_guardrails: Sequence[Any] = (),
-        tool_input_guardrails: Sequence[Any] = (),
-        tool_output_guardrails: Sequence[Any] = (),
+        input_guardrails: Sequence[object] = (),
+        output_guardrails: Sequence[object] = (),
+        tool_input_guardrails: Sequence[object] = (),
+        tool_output_guardrails: Sequence[object] = (),
         context_strategies: ContextStrategy | Sequence[ContextStrategy] | None = None,
     ) -> None:
         super().__init__(
@@ -139,11 +142,11 @@ class Agent(BaseAgent):
                 raise ConfigurationError(
                     f"output_schema of agent {name!r} cannot be described as JSON schema: {exc}"
                 ) from exc
-        self.include_contents = include_contents
+        self.include_contents: Literal["default", "none"] = include_contents
         self.generate_config = generate_config
         self.disallow_transfer_to_parent = disallow_transfer_to_parent
         self.disallow_transfer_to_peers = disallow_transfer_to_peers
-        self.mode: Mode = mode
+        self.mode: AgentMode = mode
         if max_concurrent_tool_calls is not None and (
             isinstance(max_concurrent_tool_calls, bool)
             or not isinstance(max_concurrent_tool_calls, int)  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -202,9 +205,9 @@ class Agent(BaseAgent):
             from rondo.flow.context_strategies import normalize_strategies
 
             self.context_strategies = normalize_strategies(context_strategies)
-        self._default_runner: Runner | None = None
+        self._default_runner: AgentRunner | None = None
 
-    transfers = True
+    transfers: ClassVar[bool] = True
 
     # -- configuration derived from the tree ------------------------------------------------
 
@@ -227,7 +230,7 @@ class Agent(BaseAgent):
         return self._output_adapter
 
     @property
-    def output_json_schema(self) -> dict[str, Any] | None:
+    def output_json_schema(self) -> dict[str, object] | None:
         return self._output_json_schema if self._output_adapter is not None else None
 
     def parse_output(self, text: str) -> Any:
@@ -280,6 +283,15 @@ class Agent(BaseAgent):
 
         return Flow(self, self.canonical_model).run(ctx)
 
+    def run_live(
+        self, parent_context: InvocationContext, queue: LiveRequestQueue
+    ) -> AsyncGenerator[Item, None]:
+        """The agent's live call (SPEC L1): audio and text from `queue` over one connection
+        of its live model, inside the same hooks and span as a turn (`run_async`)."""
+        from rondo.flow.live import run_live_call
+
+        return self._run_around(parent_context, lambda ctx: run_live_call(self, ctx, queue))
+
     def with_output_key(self, event: Event) -> Event:
         """E3: the event with the agent's final non-thought text saved to `state[output_key]`
         (and, with an output schema, the validated object's JSON to `{output_key}_parsed`);
@@ -303,14 +315,14 @@ class Agent(BaseAgent):
 
     # -- convenience entry points -----------------------------------------------------------
 
-    def _runner(self) -> Runner:
+    def _runner(self) -> AgentRunner:
         if self._default_runner is None:
             self._default_runner = runner_for(self)
         return self._default_runner
 
     async def run(
         self,
-        message: Any,
+        message: Message,
         *,
         session_id: str | None = None,
         user_id: str = "user",
@@ -323,7 +335,7 @@ class Agent(BaseAgent):
 
     def run_sync(
         self,
-        message: Any,
+        message: Message,
         *,
         session_id: str | None = None,
         user_id: str = "user",
@@ -338,7 +350,7 @@ class Agent(BaseAgent):
 
     async def stream(
         self,
-        message: Any,
+        message: Message,
         *,
         session_id: str | None = None,
         user_id: str = "user",

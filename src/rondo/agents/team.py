@@ -20,7 +20,7 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal
 
 from rondo.agents._concurrent import DONE, interleave
-from rondo.agents.base import BaseAgent, Item
+from rondo.agents.base import BaseAgent, Item, RunOrder
 from rondo.agents.llm import Agent
 from rondo.agents.workflow import branches_to_run, child_branch, paused, resume_start
 from rondo.context import InvocationContext
@@ -34,17 +34,25 @@ from rondo.types import Content
 if TYPE_CHECKING:
     from rondo.context import ToolContext
     from rondo.hooks import AfterAgentCallback, BeforeAgentCallback
+    from rondo.lifecycle import Correlation
 
 __all__ = ["Team"]
 
 TeamMode = Literal["sequential", "parallel", "supervisor"]
+_ORDERS: dict[TeamMode, RunOrder | None] = {
+    "sequential": "sequence",
+    "parallel": "parallel",
+    "supervisor": None,
+}
 SUPERVISOR_NODE = "supervisor"
 
 
 # The ids come from the context (`InvocationContext.correlation`, the one place a lifecycle
 # event gets them); only who and which node are the team's own.
-def _ids(ctx: InvocationContext, agent: str, node: str) -> dict[str, Any]:
-    return ctx.correlation() | {"agent_name": agent, "node": node}
+def _ids(ctx: InvocationContext, agent: str, node: str) -> Correlation:
+    ids = ctx.correlation()
+    ids["agent_name"], ids["node"] = agent, node
+    return ids
 
 
 def _node_start(ctx: InvocationContext, team: str, node: str) -> NodeStart:
@@ -102,7 +110,7 @@ class _MemberTool(BaseTool):
     def declaration(self) -> FunctionDeclaration:
         return self._declaration
 
-    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def run(self, args: dict[str, object], tool_context: ToolContext) -> Any:
         request = args.get("request")
         if not isinstance(request, str) or not request.strip():
             raise ToolArgumentsError("Invalid arguments: argument 'request' must be non-empty text")
@@ -144,6 +152,9 @@ class Team(BaseAgent):
         if mode not in ("sequential", "parallel", "supervisor"):
             raise ConfigurationError("Team mode must be 'sequential', 'parallel' or 'supervisor'")
         self.mode: TeamMode = mode
+        # A sequential or parallel team runs its members as a workflow does; a supervised
+        # one lets its supervisor pick.
+        self.run_order: RunOrder | None = _ORDERS[mode]
         self.members = list(members)
         self.supervisor: Agent | None = None
         sub_agents: list[BaseAgent] = list(members)

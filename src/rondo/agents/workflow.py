@@ -6,7 +6,7 @@ from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from rondo.agents.base import BaseAgent, Item
+from rondo.agents.base import BaseAgent, Item, RunOrder
 from rondo.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def completions(agent: BaseAgent, events: Sequence[Event]) -> int:
     agent that picks what runs next) by its final answers, or those of the agents it hands
     over to; a sequence when its last sub-agent did; a parallel agent when every branch did;
     a loop by its escalations, or its rounds over `max_iterations`."""
-    kind = order_of(agent)
+    kind = agent.run_order
     subs = agent.sub_agents
     if kind is None or not subs:
         names = {a.name for a in agent.walk()}
@@ -105,25 +105,11 @@ def paused(ctx: InvocationContext) -> bool:
     return False
 
 
-def order_of(agent: BaseAgent) -> str | None:
-    """How a workflow agent runs its sub-agents ("sequence" or "parallel"); None for any
-    other agent (an LLM agent, a graph, a supervised team: they pick what runs next)."""
-    from rondo.agents.team import Team
-
-    if isinstance(agent, SequentialAgent | LoopAgent):
-        return "sequence"
-    if isinstance(agent, ParallelAgent):
-        return "parallel"
-    if isinstance(agent, Team) and agent.mode != "supervisor":
-        return "parallel" if agent.mode == "parallel" else "sequence"
-    return None
-
-
 def enclosing_workflow(agent: BaseAgent, branch: str) -> tuple[BaseAgent, str]:
     """The outermost sequence, loop, parallel agent or team around `agent`, and its branch: a
     run continued in `agent` re-enters them at its position, so that once `agent` is done the
     agents after it run, as they would have."""
-    while (parent := agent.parent_agent) is not None and (kind := order_of(parent)) is not None:
+    while (parent := agent.parent_agent) is not None and (kind := parent.run_order) is not None:
         if kind == "parallel":
             # Its children run on `<branch>.<parallel>.<child>`; the parallel itself on
             # `<branch>`.
@@ -138,6 +124,8 @@ def enclosing_workflow(agent: BaseAgent, branch: str) -> tuple[BaseAgent, str]:
 
 class SequentialAgent(BaseAgent):
     """Runs its sub-agents one after another in the same invocation."""
+
+    run_order: RunOrder | None = "sequence"
 
     async def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
         subs = self.sub_agents
@@ -160,6 +148,8 @@ class ParallelAgent(BaseAgent):
     order they are produced. Each child waits until its event was stored before it continues.
     """
 
+    run_order: RunOrder | None = "parallel"
+
     async def _run_impl(self, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
         from rondo.agents._concurrent import DONE, interleave
 
@@ -179,6 +169,8 @@ class LoopAgent(BaseAgent):
     The sub-agent whose event escalated finishes its run (as in ADK) — with `exit_loop`, which
     also sets `skip_summarization`, that is right after the tool step, so its lifecycle stream
     closes normally — and no later sub-agent or iteration starts."""
+
+    run_order: RunOrder | None = "sequence"
 
     def __init__(self, *, max_iterations: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)

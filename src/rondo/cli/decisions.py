@@ -133,7 +133,7 @@ def _json_or_text(raw: str) -> Any:
         return raw
 
 
-def as_result(raw: str) -> dict[str, Any]:
+def as_result(raw: str) -> dict[str, object]:
     """A typed result: a JSON object as it is, anything else under "result"."""
     value = _json_or_text(raw)
     return value if isinstance(value, dict) else {"result": value}  # pyright: ignore[reportUnknownVariableType]

@@ -12,7 +12,7 @@ CI, `--json FILE` the full report as JSON.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -39,7 +39,7 @@ def _config(config: str | None, evalset_file: str) -> EvalConfig:
     return load_eval_config(config) if config is not None else config_beside(evalset_file)
 
 
-def _initial_session(path: str | None) -> dict[str, Any] | None:
+def _initial_session(path: str | None) -> dict[str, object] | None:
     from rondo.evaluation import EvalSetError
     from rondo.evaluation.evalset import read_json
 

@@ -33,7 +33,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 1] + "…"
 
 
-def _call(name: str, args: dict[str, Any]) -> str:
+def _call(name: str, args: dict[str, object]) -> str:
     shown = ", ".join(
         f"{key}={_short(json.dumps(value, ensure_ascii=False))}" for key, value in args.items()
     )

@@ -3,6 +3,6 @@ seam where a durable-execution engine plugs in (D2)."""
 
 from __future__ import annotations
 
-from rondo.durable.resume import ResumePoint, find_interrupted
+from rondo.resume import ResumePoint, find_interrupted
 
 __all__ = ["ResumePoint", "find_interrupted"]

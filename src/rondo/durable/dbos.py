@@ -28,8 +28,10 @@ import asyncio
 import contextlib
 import contextvars
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
+from rondo._fan_in import Ended, fan_in
 from rondo.durable.engine import DurableEngine, InvocationOutcome, run_invocation
 from rondo.errors import ConfigurationError, DurableReplayError
 from rondo.run_config import RunConfig
@@ -132,32 +134,15 @@ class DbosSteps:
         step = asyncio.ensure_future(
             self._dbos.run_step_async({"name": f"rondo.model:{agent}"}, drain)
         )
-        getter: asyncio.Future[ModelResponse] | None = None
-        try:
-            while True:
-                if queue.empty():
-                    if step.done():
-                        break
-                    getter = asyncio.ensure_future(queue.get())
-                    await asyncio.wait({getter, step}, return_when=asyncio.FIRST_COMPLETED)
-                    if not getter.done():
-                        getter.cancel()
-                        continue
-                    response = getter.result()
-                else:
-                    response = queue.get_nowait()
-                yield response
-            step.result()  # a DBOS failure (its database) ends the call
-            if not ran:
-                raise DurableReplayError(_REPLAYED.format(step=f"rondo.model:{agent}"))
-            if failure:
-                raise failure[0]
-        finally:
-            if getter is not None and not getter.done():
-                getter.cancel()
-            if not step.done():
-                step.cancel()
-                await asyncio.gather(step, return_exceptions=True)
+        async with aclosing(fan_in(queue, [step])) as merged:
+            async for response in merged:
+                if not isinstance(response, Ended):
+                    yield response
+        step.result()  # a DBOS failure (its database) ends the call
+        if not ran:
+            raise DurableReplayError(_REPLAYED.format(step=f"rondo.model:{agent}"))
+        if failure:
+            raise failure[0]
             aclose = getattr(responses, "aclose", None)
             if aclose is not None:
                 await aclose()

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from rondo.durable.resume import find_resume_point
 from rondo.events import Event
+from rondo.resume import find_resume_point
 
 if TYPE_CHECKING:
     from rondo.run_config import RunConfig
@@ -37,7 +37,7 @@ class InvocationOutcome:
     # Calls the run waits on (a confirmation, a held non-idempotent call, a long-running tool).
     pending: list[str] = field(default_factory=list[str])
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "key": self.key,
             "run_id": self.run_id,

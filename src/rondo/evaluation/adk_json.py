@@ -7,25 +7,23 @@ step's author and content). ADK's own tools read them back unchanged.
 
 from __future__ import annotations
 
-from typing import Any
-
 from rondo.evaluation.metrics import ActualInvocation
 from rondo.types import Content
 
 __all__ = ["content_json", "invocation_json"]
 
 
-def content_json(content: Content) -> dict[str, Any]:
+def content_json(content: Content) -> dict[str, object]:
     """A content as google-genai's JSON writes it (role always present, defaults left out)."""
     dumped = content.model_dump(mode="json", exclude_defaults=True, exclude={"role"})
     return {"role": content.role, "parts": dumped.get("parts", [])}
 
 
-def _text_content(role: str, text: str) -> dict[str, Any]:
+def _text_content(role: str, text: str) -> dict[str, object]:
     return {"role": role, "parts": [{"text": text}]}
 
 
-def invocation_json(actual: ActualInvocation, invocation_id: str = "") -> dict[str, Any]:
+def invocation_json(actual: ActualInvocation, invocation_id: str = "") -> dict[str, object]:
     """One actual invocation as ADK's `Invocation` JSON."""
     return {
         "invocation_id": invocation_id,

@@ -146,33 +146,33 @@ def _match_type(value: Any, where: str) -> MatchType:
     raise EvalSetError(f"{where}: match_type must be one of {', '.join(_MATCH_TYPES)}")
 
 
-def _get(spec: Mapping[str, Any], key: str, default: Any) -> Any:
+def _get(spec: Mapping[str, object], key: str, default: Any) -> Any:
     # ADK's models take snake_case and camelCase keys alike.
     head, *rest = key.split("_")
     return spec.get(key, spec.get(head + "".join(w.title() for w in rest), default))
 
 
-def _flag(spec: Mapping[str, Any], key: str, where: str) -> bool:
+def _flag(spec: Mapping[str, object], key: str, where: str) -> bool:
     value = _get(spec, key, False)
     if not isinstance(value, bool):
         raise EvalSetError(f"{where}.{key} must be true or false")
     return value
 
 
-def _count(spec: Mapping[str, Any], key: str, default: int, where: str) -> int:
+def _count(spec: Mapping[str, object], key: str, default: int, where: str) -> int:
     value = _get(spec, key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise EvalSetError(f"{where}.{key} must be a whole number of at least 1, got {value!r}")
     return value
 
 
-def _judge_options(spec: Mapping[str, Any], where: str) -> JudgeOptions:
+def _judge_options(spec: Mapping[str, object], where: str) -> JudgeOptions:
     raw = _get(spec, "judge_model_options", None)
     if raw is None:
         return JudgeOptions()
     if not isinstance(raw, Mapping):
         raise EvalSetError(f"{where}.judge_model_options must be an object")
-    options = cast(Mapping[str, Any], raw)
+    options = cast(Mapping[str, object], raw)
     where = f"{where}.judge_model_options"
     model = _get(options, "judge_model", DEFAULT_JUDGE_MODEL)
     if not isinstance(model, str) or not model.strip():
@@ -184,18 +184,18 @@ def _judge_options(spec: Mapping[str, Any], where: str) -> JudgeOptions:
     )
 
 
-def _rubrics(spec: Mapping[str, Any], where: str) -> tuple[Rubric, ...]:
+def _rubrics(spec: Mapping[str, object], where: str) -> tuple[Rubric, ...]:
     raw: Any = _get(spec, "rubrics", None) or []
     if not isinstance(raw, list):
         raise EvalSetError(f"{where}.rubrics must be a list")
     try:
-        return tuple(Rubric.model_validate(r) for r in cast(list[Any], raw))
+        return tuple(Rubric.model_validate(r) for r in cast(list[object], raw))
     except ValidationError as exc:
         first = exc.errors()[0]
         raise EvalSetError(f"{where}.rubrics: {first['loc']}: {first['msg']}") from None
 
 
-def _judged(metric: str, spec: Mapping[str, Any], threshold: float, where: str) -> Criterion:
+def _judged(metric: str, spec: Mapping[str, object], threshold: float, where: str) -> Criterion:
     return Criterion(
         metric,
         threshold,
@@ -214,7 +214,7 @@ def _criterion(metric: str, value: Any, where: str) -> Criterion:
         if metric in JUDGED_METRICS:  # a bare threshold: ADK's default judge options
             return _judged(metric, {}, threshold, where)
         return Criterion(metric, threshold)
-    spec = cast(Mapping[str, Any], value)
+    spec = cast(Mapping[str, object], value)
     if "threshold" not in spec:
         raise EvalSetError(f"{where}: a criterion object needs a 'threshold'")
     threshold = _threshold(spec["threshold"], f"{where}.threshold")
@@ -241,7 +241,7 @@ def parse_simulator_options(data: Any, where: str) -> SimulatorOptions:
         return SimulatorOptions()
     if not isinstance(data, Mapping):
         raise EvalSetError(f"{where} must be an object")
-    spec = cast(Mapping[str, Any], data)
+    spec = cast(Mapping[str, object], data)
     kind = spec.get("type", "llm_backed")
     if kind != "llm_backed":
         raise EvalSetError(f"{where}: rondo runs the 'llm_backed' user simulator, not {kind!r}")
@@ -257,11 +257,13 @@ def parse_simulator_options(data: Any, where: str) -> SimulatorOptions:
 
 def parse_eval_config(data: Any, *, source: str = "eval config") -> EvalConfig:
     """An `EvalConfig` from decoded `test_config.json` content."""
-    document: Mapping[str, Any] = cast(Mapping[str, Any], data) if isinstance(data, Mapping) else {}
+    document: Mapping[str, object] = (
+        cast(Mapping[str, object], data) if isinstance(data, Mapping) else {}
+    )
     entries: Any = document.get("criteria")
     if not isinstance(entries, Mapping):
         raise EvalSetError(f'{source}: expected {{"criteria": {{metric: threshold, ...}}}}')
-    entries = cast(Mapping[str, Any], entries)
+    entries = cast(Mapping[str, object], entries)
     criteria: list[Criterion] = []
     skipped: list[tuple[str, str]] = []
     for metric, value in entries.items():

@@ -64,13 +64,13 @@ class _FileModel(BaseModel):
 
 class FileFunctionCall(_FileModel):
     name: str
-    args: dict[str, Any] | None = None
+    args: dict[str, object] | None = None
     id: str | None = None
 
 
 class FileFunctionResponse(_FileModel):
     name: str
-    response: dict[str, Any] | None = None
+    response: dict[str, object] | None = None
     id: str | None = None
 
 
@@ -200,7 +200,7 @@ class ExpectedCall(_FileModel):
     """One expected tool use: a name and its arguments."""
 
     name: str
-    args: dict[str, Any] = Field(default_factory=dict[str, Any])
+    args: dict[str, object] = Field(default_factory=dict[str, object])
 
 
 class Invocation(_FileModel):
@@ -249,7 +249,7 @@ class SessionInput(_FileModel):
     app_name: str = ""
     user_id: str = ""
     session_id: str | None = None
-    state: dict[str, Any] = Field(default_factory=dict[str, Any])
+    state: dict[str, object] = Field(default_factory=dict[str, object])
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +260,7 @@ class Scenario:
     conversation_plan: str
 
 
-def parse_scenario(data: Mapping[str, Any], where: str) -> Scenario:
+def parse_scenario(data: Mapping[str, object], where: str) -> Scenario:
     """A `Scenario` from a case's `conversation_scenario`; `EvalSetError` if unusable."""
     found: dict[str, str] = {}
     for key, camel in (
@@ -280,7 +280,7 @@ class EvalCase(_FileModel):
 
     eval_id: str
     conversation: list[Invocation] | None = None
-    conversation_scenario: dict[str, Any] | None = None
+    conversation_scenario: dict[str, object] | None = None
     session_input: SessionInput | None = None
     rubrics: list[Rubric] | None = None
 
@@ -306,13 +306,13 @@ def _where(error: Mapping[str, Any]) -> str:
 
 
 def _invalid(source: str, exc: ValidationError) -> EvalSetError:
-    first = cast(Mapping[str, Any], exc.errors()[0])
+    first = cast(Mapping[str, object], exc.errors()[0])
     more = len(exc.errors()) - 1
     extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
     return EvalSetError(f"{source}: {_where(first)}: {first['msg']}{extra}")
 
 
-def _old_invocation(row: Any, where: str) -> dict[str, Any]:
+def _old_invocation(row: Any, where: str) -> dict[str, object]:
     if not isinstance(row, Mapping) or "query" not in row:
         raise EvalSetError(f"{where}: each entry needs a 'query'")
     entry = cast(Mapping[str, Any], row)
@@ -323,7 +323,7 @@ def _old_invocation(row: Any, where: str) -> dict[str, Any]:
             raise EvalSetError(
                 f"{where}.expected_tool_use[{j}]: needs 'tool_name' and 'tool_input'"
             )
-        use = cast(Mapping[str, Any], item)
+        use = cast(Mapping[str, object], item)
         # `mock_tool_output`, if present, is not part of the trajectory (ADK drops it too).
         tool_uses.append({"name": use["tool_name"], "args": use.get("tool_input") or {}})
     return {
@@ -333,20 +333,20 @@ def _old_invocation(row: Any, where: str) -> dict[str, Any]:
     }
 
 
-def _from_old_cases(items: Sequence[Any], source: str) -> dict[str, Any]:
-    cases: list[dict[str, Any]] = []
+def _from_old_cases(items: Sequence[object], source: str) -> dict[str, object]:
+    cases: list[dict[str, object]] = []
     for i, item in enumerate(items):
         if not isinstance(item, Mapping) or "data" not in item or "name" not in item:
             raise EvalSetError(f"{source}: [{i}] needs 'name' and 'data'")
-        item = cast(Mapping[str, Any], item)
+        item = cast(Mapping[str, object], item)
         rows = item["data"]
         if not isinstance(rows, list):
             raise EvalSetError(f"{source}: [{i}].data must be a list")
         conversation = [
             _old_invocation(row, f"{source}: [{i}].data[{j}]")
-            for j, row in enumerate(cast(list[Any], rows))
+            for j, row in enumerate(cast(list[object], rows))
         ]
-        case: dict[str, Any] = {"eval_id": str(item["name"]), "conversation": conversation}
+        case: dict[str, object] = {"eval_id": str(item["name"]), "conversation": conversation}
         session = item.get("initial_session")
         if session:
             case["session_input"] = session
@@ -355,24 +355,24 @@ def _from_old_cases(items: Sequence[Any], source: str) -> dict[str, Any]:
 
 
 def _from_queries(
-    rows: Sequence[Any], source: str, initial_session: Mapping[str, Any] | None
-) -> dict[str, Any]:
+    rows: Sequence[object], source: str, initial_session: Mapping[str, object] | None
+) -> dict[str, object]:
     conversation = [_old_invocation(row, f"{source}: [{i}]") for i, row in enumerate(rows)]
-    case: dict[str, Any] = {"eval_id": Path(source).name, "conversation": conversation}
+    case: dict[str, object] = {"eval_id": Path(source).name, "conversation": conversation}
     if initial_session:
         case["session_input"] = dict(initial_session)
     return {"eval_set_id": Path(source).name, "eval_cases": [case]}
 
 
 def _as_eval_set_dict(
-    data: Any, source: str, initial_session: Mapping[str, Any] | None
-) -> dict[str, Any]:
+    data: Any, source: str, initial_session: Mapping[str, object] | None
+) -> dict[str, object]:
     if isinstance(data, Mapping):
         if "eval_cases" not in data and "evalCases" not in data:
             raise EvalSetError(f"{source}: not an eval set (no 'eval_cases')")
-        return dict(cast(Mapping[str, Any], data))
+        return dict(cast(Mapping[str, object], data))
     if isinstance(data, list) and data:
-        items = cast(list[Any], data)
+        items = cast(list[object], data)
         if all(isinstance(i, Mapping) and "data" in i for i in items):
             return _from_old_cases(items, source)
         if all(isinstance(i, Mapping) and "query" in i for i in items):
@@ -404,7 +404,7 @@ def _check(eval_set: EvalSet, source: str) -> EvalSet:
 
 
 def parse_eval_set(
-    data: Any, *, source: str = "eval set", initial_session: Mapping[str, Any] | None = None
+    data: Any, *, source: str = "eval set", initial_session: Mapping[str, object] | None = None
 ) -> EvalSet:
     """An `EvalSet` from decoded JSON in any of the accepted shapes (see the module doc).
 
@@ -433,7 +433,9 @@ def read_json(path: str | Path, what: str) -> Any:
         raise EvalSetError(f"{path} is not valid JSON: {exc}") from None
 
 
-def load_eval_set(path: str | Path, *, initial_session: Mapping[str, Any] | None = None) -> EvalSet:
+def load_eval_set(
+    path: str | Path, *, initial_session: Mapping[str, object] | None = None
+) -> EvalSet:
     """Read an eval-set file (`*.evalset.json` or `*.test.json`); `EvalSetError` if unusable."""
     data = read_json(path, "eval set file")
     return parse_eval_set(data, source=str(path), initial_session=initial_session)

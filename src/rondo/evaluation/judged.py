@@ -77,7 +77,7 @@ class AppDetails:
     """What the judges are told about the agent: instructions by agent, tool declarations."""
 
     instructions: dict[str, str] = field(default_factory=dict[str, str])
-    tools: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    tools: list[dict[str, object]] = field(default_factory=list[dict[str, object]])
 
     def tools_text(self) -> str:
         return json.dumps(self.tools, indent=2) if self.tools else "The agent has no tools."

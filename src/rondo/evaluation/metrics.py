@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from rondo.evaluation.config import RESPONSE_MATCH, TOOL_TRAJECTORY, Criterion, MatchType
 from rondo.evaluation.evalset import EvalSetError, ExpectedCall
@@ -25,7 +24,7 @@ class Call:
     """A tool call as the trajectory metric compares it: a name and its arguments."""
 
     name: str
-    args: dict[str, Any]
+    args: dict[str, object]
 
 
 @dataclass(frozen=True, slots=True)

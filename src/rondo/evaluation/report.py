@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from io import StringIO
-from typing import Any, Literal
+from typing import Literal
 
 from rich.console import Console
 from rich.table import Table
@@ -135,14 +135,14 @@ def _score(value: float | None) -> str:
     return f"{value:.4f}".rstrip("0").rstrip(".") if value not in (0.0, 1.0) else f"{value:.1f}"
 
 
-def _rubric_dicts(scores: tuple[RubricScore, ...] | None) -> list[dict[str, Any]] | None:
+def _rubric_dicts(scores: tuple[RubricScore, ...] | None) -> list[dict[str, object]] | None:
     if scores is None:
         return None
     return [{"rubric_id": s.rubric_id, "score": s.score, "rationale": s.rationale} for s in scores]
 
 
-def _metric_dict(m: MetricResult) -> dict[str, Any]:
-    found: dict[str, Any] = {
+def _metric_dict(m: MetricResult) -> dict[str, object]:
+    found: dict[str, object] = {
         "metric": m.metric,
         "threshold": m.threshold,
         "score": m.score,
@@ -157,11 +157,11 @@ def _metric_dict(m: MetricResult) -> dict[str, Any]:
     return found
 
 
-def _calls_list(calls: tuple[Call, ...] | tuple[ExpectedCall, ...]) -> list[dict[str, Any]]:
+def _calls_list(calls: tuple[Call, ...] | tuple[ExpectedCall, ...]) -> list[dict[str, object]]:
     return [{"name": c.name, "args": c.args} for c in calls]
 
 
-def _case_dict(case: CaseResult) -> dict[str, Any]:
+def _case_dict(case: CaseResult) -> dict[str, object]:
     return {
         "eval_id": case.eval_id,
         "passed": case.passed,
@@ -252,7 +252,7 @@ class EvalReport:
                 lines.extend(case.explain())
         return lines
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The whole report as JSON-ready data (what `rondo eval --json` writes)."""
         return {
             "eval_set_id": self.eval_set_id,

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from statistics import fmean
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rondo.errors import ModelError, ModelNotFoundError
 from rondo.evaluation.config import RESPONSE_MATCH, Criterion, EvalConfig, SimulatorOptions
@@ -137,7 +137,7 @@ async def _run_conversation(
 def app_details(agent: BaseAgent) -> AppDetails:
     """What the judges are told about the agent tree: string instructions, tool declarations."""
     instructions: dict[str, str] = {}
-    tools: list[dict[str, Any]] = []
+    tools: list[dict[str, object]] = []
 
     def visit(node: BaseAgent) -> None:
         instruction = getattr(node, "instruction", "")

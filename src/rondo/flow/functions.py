@@ -13,18 +13,20 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from rondo._callbacks import first_result
+from rondo._fan_in import Ended, fan_in
 from rondo.context import Actions, EventSink, NestedPause, ToolContext
 from rondo.errors import BudgetExceeded, ToolNotFoundError
 from rondo.events import NESTED_PAUSE, Event, EventActions, ToolConfirmation
 from rondo.flow.guards import check_tool_input, check_tool_output, stop_items
 from rondo.lifecycle import ActionEnd, ActionStart, Item, ToolCallEnd, ToolCallStart
+from rondo.plugins import plugins_of
 from rondo.tools.base import BaseTool
 from rondo.tools.function import to_response
 from rondo.types import Content, FunctionCall, FunctionResponse, Part
 
 if TYPE_CHECKING:
-    from rondo.agents.llm import Agent
     from rondo.context import InvocationContext
+    from rondo.flow.views import LlmAgentView
     from rondo.telemetry import ToolTrace
 
 __all__ = [
@@ -59,7 +61,7 @@ class CallOutcome:
     def __init__(
         self,
         call: FunctionCall,
-        response: dict[str, Any] | None,
+        response: dict[str, object] | None,
         actions: Actions,
         error: str | None,
         duration_ms: float,
@@ -96,10 +98,10 @@ def _error_text(exc: BaseException) -> str:
 
 
 async def _run_hooked(
-    agent: Agent,
+    agent: LlmAgentView,
     ctx: InvocationContext,
     tool: BaseTool,
-    args: dict[str, Any],
+    args: dict[str, object],
     tctx: ToolContext,
     traced: ToolTrace | None,
 ) -> tuple[Any, str | None, str]:
@@ -108,7 +110,7 @@ async def _run_hooked(
     Returns (result, error text, how): how is "ran", "paused" (waits for a confirmation; the
     call has not started) or "delayed" (a long-running tool answered nothing yet). Streaming
     tools take the same path (G5): `run` reports their chunks as progress."""
-    plugins = ctx.plugins
+    plugins = plugins_of(ctx)
     active = plugins.active
     try:
         result = (
@@ -124,7 +126,7 @@ async def _run_hooked(
             blocked = await check_tool_input(agent, tctx, tool, args)
             if blocked is not None:
                 await tctx.mark_started()
-                return blocked, blocked["error"], "ran"
+                return blocked, str(blocked["error"]), "ran"
         gated = await tool.confirmation_gate(args, tctx)
         confirmation = tctx.tool_confirmation
         if gated is None and confirmation is not None and not confirmation.confirmed:
@@ -161,24 +163,24 @@ async def _run_hooked(
             recovered = await first_result(agent.on_tool_error_callbacks, tool, args, tctx, exc)
         if recovered is not None:
             return to_response(recovered), error, "ran"
-        failed: dict[str, Any] = {"error": error}
+        failed: dict[str, object] = {"error": error}
         if tctx.progress:  # what a streaming tool produced before it failed
             failed["partial_result"] = to_response(tctx.progress)["result"]
         return failed, error, "ran"
 
 
 async def _after_tool(
-    agent: Agent,
+    agent: LlmAgentView,
     ctx: InvocationContext,
     tool: BaseTool,
-    args: dict[str, Any],
+    args: dict[str, object],
     tctx: ToolContext,
-    result: dict[str, Any],
+    result: dict[str, object],
     error: str | None,
     traced: ToolTrace | None,
-) -> tuple[dict[str, Any], str | None]:
+) -> tuple[dict[str, object], str | None]:
     """T4: plugin.after_tool, then the agent's; they see error responses too."""
-    plugins = ctx.plugins
+    plugins = plugins_of(ctx)
     try:
         altered = (
             await plugins.run("after_tool", tool, args, tctx, result)
@@ -198,13 +200,13 @@ async def _after_tool(
 
 
 async def run_call(
-    agent: Agent,
+    agent: LlmAgentView,
     ctx: InvocationContext,
     call: FunctionCall,
     tools: dict[str, BaseTool],
     reason_id: str = "",
     confirmation: ToolConfirmation | None = None,
-    prefilled: dict[str, Any] | None = None,
+    prefilled: dict[str, object] | None = None,
     held: bool = False,
     nested_answers: list[FunctionResponse] | None = None,
 ) -> CallOutcome:
@@ -262,18 +264,18 @@ async def run_call(
         if agent.tool_output_guardrails and how == "ran":
             blocked = await check_tool_output(agent, tctx, tool, args, result)
             if blocked is not None:  # G6: the model sees the guardrail's error instead
-                result, error = blocked, blocked["error"]
+                result, error = blocked, str(blocked["error"])
     return CallOutcome(call, result, actions, error, _ms(started), paused=how == "paused")
 
 
 async def _run_traced(
-    agent: Agent,
+    agent: LlmAgentView,
     ctx: InvocationContext,
     traced: ToolTrace,
     call: FunctionCall,
     tool: BaseTool,
     known: bool,
-    args: dict[str, Any],
+    args: dict[str, object],
     tctx: ToolContext,
     started: float,
 ) -> CallOutcome:
@@ -286,7 +288,7 @@ async def _run_traced(
             if agent.tool_output_guardrails and how == "ran":
                 blocked = await check_tool_output(agent, tctx, tool, args, result)
                 if blocked is not None:  # G6: the model sees the guardrail's error instead
-                    result, error = blocked, blocked["error"]
+                    result, error = blocked, str(blocked["error"])
     except BaseException as exc:
         if isinstance(exc, asyncio.CancelledError):
             tctx.cancel_event.set()  # a sync tool in its thread can see it (R7)
@@ -314,7 +316,7 @@ class _UnknownTool(BaseTool):
         self.description = ""
         self._available = ", ".join(sorted(tools)) or "none"
 
-    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def run(self, args: dict[str, object], tool_context: ToolContext) -> Any:
         raise ToolNotFoundError(f"Tool '{self.name}' not found. Available tools: {self._available}")
 
 
@@ -322,7 +324,7 @@ def _ms(started: float) -> float:
     return (time.perf_counter() - started) * 1000.0
 
 
-def _deep_merge(dst: dict[str, Any], src: dict[str, Any]) -> dict[str, Any]:
+def _deep_merge(dst: dict[str, object], src: dict[str, object]) -> dict[str, object]:
     for key, value in src.items():
         current = dst.get(key)
         if isinstance(current, dict) and isinstance(value, dict):
@@ -377,7 +379,7 @@ def nested_pause_event(
     """H4: the record of the calls whose nested runs wait (None when none does). Its content
     repeats the calls they wait on, long-running, so the run pauses and the session lists
     them; its metadata says which of this step's calls waits on which."""
-    waiting: list[dict[str, Any]] = []
+    waiting: list[dict[str, object]] = []
     parts: list[Part] = []
     for outcome in outcomes:
         pause = outcome.nested
@@ -418,22 +420,14 @@ def _end(ctx: InvocationContext, reason_id: str, outcome: CallOutcome) -> ToolCa
     )
 
 
-async def _cancel_unfinished(tasks: Sequence[asyncio.Task[Any]]) -> None:
-    unfinished = [t for t in tasks if not t.done()]
-    for task in unfinished:
-        task.cancel()
-    if unfinished:
-        await asyncio.gather(*unfinished, return_exceptions=True)
-
-
 async def _dispatch(
-    agent: Agent,
+    agent: LlmAgentView,
     ctx: InvocationContext,
     calls: Sequence[FunctionCall],
     tools: dict[str, BaseTool],
     reason_id: str,
     confirmations: dict[str, ToolConfirmation],
-    prefilled: dict[str, dict[str, Any]],
+    prefilled: dict[str, dict[str, object]],
     outcomes: list[CallOutcome],
     held: frozenset[str] = frozenset(),
     nested: dict[str, list[FunctionResponse]] | None = None,
@@ -447,26 +441,27 @@ async def _dispatch(
     first call that starts: a round whose calls all wait for a confirmation has none (seed
     002 §6.B). Closing this generator cancels the calls still in flight.
     """
-    observe = ctx.observe
+
+    def run(call: FunctionCall, call_ctx: InvocationContext) -> Awaitable[CallOutcome]:
+        cid = call.id or ""
+        return run_call(
+            agent,
+            call_ctx,
+            call,
+            tools,
+            reason_id,
+            confirmations.get(cid),
+            prefilled.get(cid),
+            cid in held,
+            nested.get(cid) if nested else None,
+        )
+
     if (
-        not observe
+        not ctx.observe
         and len(calls) == 1
         and not getattr(tools.get(calls[0].name), "yields_events", False)
     ):
-        cid = calls[0].id or ""
-        outcomes.append(
-            await run_call(
-                agent,
-                ctx,
-                calls[0],
-                tools,
-                reason_id,
-                confirmations.get(cid),
-                prefilled.get(cid),
-                cid in held,
-                nested.get(cid) if nested else None,
-            )
-        )
+        outcomes.append(await run(calls[0], ctx))
         return
     queue: asyncio.Queue[tuple[Any, asyncio.Future[None] | None]] = asyncio.Queue()
     sink = EventSink(queue.put_nowait)
@@ -482,19 +477,10 @@ async def _dispatch(
         for call in group:
             call_ctx = ctx.for_agent(ctx.agent)
             call_ctx.sink = sink
-            cid = call.id or ""
-            run = run_call(
-                agent,
-                call_ctx,
-                call,
-                tools,
-                reason_id,
-                confirmations.get(cid),
-                prefilled.get(cid),
-                cid in held,
-                nested.get(cid) if nested else None,
+            running = run(call, call_ctx)
+            tasks.append(
+                asyncio.ensure_future(_gated(gate, running) if gate is not None else running)
             )
-            tasks.append(asyncio.ensure_future(_gated(gate, run) if gate is not None else run))
         started.extend(tasks)
         relay = _relay(ctx, calls, reason_id, queue, tasks, state)
         async with aclosing(relay) as items:
@@ -519,48 +505,30 @@ async def _relay(
     """What the running `tasks` send, in order, and each one's end as it completes;
     closing this generator cancels the ones still in flight."""
     observe = ctx.observe
-    getter: asyncio.Future[Any] | None = None
-    try:
-        pending: set[asyncio.Future[Any]] = set(tasks)
-        while pending:
-            getter = asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait({*pending, getter}, return_when=asyncio.FIRST_COMPLETED)
-            sent: list[tuple[Any, asyncio.Future[None] | None]] = []
-            if getter in done:
-                sent.append(getter.result())
-            else:
-                getter.cancel()
-            while not queue.empty():  # what a call sent comes before its end
-                sent.append(queue.get_nowait())
-            for item, ack in sent:
-                if observe and not state[0] and isinstance(item, ToolCallStart):
-                    state[0] = True
-                    yield ActionStart(
-                        **ctx.correlation(), reason_id=reason_id, tool_calls=list(calls)
-                    )
-                yield item
-                if ack is not None and not ack.done():
-                    ack.set_result(None)
-            for task in tasks:
-                if task in done:
-                    pending.discard(task)
-                    outcome = task.result()
-                    if observe and not outcome.paused:
-                        yield _end(ctx, reason_id, outcome)
-    finally:
-        if getter is not None and not getter.done():
-            getter.cancel()  # cancelled mid-wait: the queue reader goes too (D3)
-        await _cancel_unfinished(tasks)
+    async with aclosing(fan_in(queue, tasks)) as merged:
+        async for got in merged:
+            if isinstance(got, Ended):
+                outcome = got.task.result()
+                if observe and not outcome.paused:
+                    yield _end(ctx, reason_id, outcome)
+                continue
+            item, ack = got
+            if observe and not state[0] and isinstance(item, ToolCallStart):
+                state[0] = True
+                yield ActionStart(**ctx.correlation(), reason_id=reason_id, tool_calls=list(calls))
+            yield item
+            if ack is not None and not ack.done():
+                ack.set_result(None)
 
 
 async def handle_function_calls(
-    agent: Agent,
+    agent: LlmAgentView,
     ctx: InvocationContext,
     calls: Sequence[FunctionCall],
     tools: dict[str, BaseTool],
     reason_id: str,
     confirmations: dict[str, ToolConfirmation] | None = None,
-    prefilled: dict[str, dict[str, Any]] | None = None,
+    prefilled: dict[str, dict[str, object]] | None = None,
     held: frozenset[str] = frozenset(),
     nested: dict[str, list[FunctionResponse]] | None = None,
 ) -> AsyncGenerator[Item, None]:

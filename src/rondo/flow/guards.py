@@ -22,13 +22,15 @@ from rondo._frozen import ReadOnlyDict
 from rondo.context import ReadonlyContext
 from rondo.errors import BudgetExceeded, GuardrailTripped
 from rondo.events import Event, EventFields
-from rondo.guardrails import GuardrailFunctionOutput
+from rondo.guardrails import Guardrail, GuardrailFunctionOutput
 from rondo.lifecycle import BudgetExhausted, GuardrailTriggered, Item
 from rondo.types import Content, FunctionResponse, Part
 
 if TYPE_CHECKING:
-    from rondo.agents.llm import Agent
+    from opentelemetry.util.types import AttributeValue
+
     from rondo.context import InvocationContext, ToolContext
+    from rondo.flow.views import LlmAgentView
     from rondo.run_config import Budget, RunConfig
     from rondo.tools.base import BaseTool
     from rondo.types import FunctionCall, Usage
@@ -58,11 +60,15 @@ def _jsonable(value: Any) -> Any:
 
 
 # -- guardrails ----------------------------------------------------------------------------
+# The four checks below repeat the same few lines on purpose: each takes the fast path (one
+# sync guardrail that answers a verdict) inline, so a configured guardrail costs its own call
+# and nothing more on every turn and every tool call (issue 24 item 7). A shared helper would
+# add a call and an argument tuple to each; `_settle` is the part they share, the slow path.
 
 
 async def _settle(
-    first: Any, rest: Sequence[Any], verdict: Any, args: tuple[Any, ...]
-) -> tuple[Any, GuardrailFunctionOutput] | None:
+    first: Guardrail, rest: Sequence[Guardrail], verdict: object, args: tuple[object, ...]
+) -> tuple[Guardrail, GuardrailFunctionOutput] | None:
     """The slow path of a check: `first`'s answer `verdict` read (awaited, or a bool) and the
     `rest` run at once; the first tripped guardrail in list order, if any. (The callers take
     the fast path themselves — one sync guardrail answering a verdict — so that a configured
@@ -74,7 +80,7 @@ async def _settle(
     return None
 
 
-def _tripped(guardrail: Any, verdict: GuardrailFunctionOutput, what: str) -> GuardrailTripped:
+def _tripped(guardrail: Guardrail, verdict: GuardrailFunctionOutput, what: str) -> GuardrailTripped:
     name = guardrail.label
     detail = f": {verdict.message}" if verdict.message else ""
     return GuardrailTripped(
@@ -86,7 +92,7 @@ def _tripped(guardrail: Any, verdict: GuardrailFunctionOutput, what: str) -> Gua
     )
 
 
-async def check_input(agent: Agent, ctx: InvocationContext) -> GuardrailTripped | None:
+async def check_input(agent: LlmAgentView, ctx: InvocationContext) -> GuardrailTripped | None:
     """The agent's input guardrails on the turn's message, before any model call."""
     message = ctx.user_content
     if message is None:
@@ -108,7 +114,7 @@ async def check_input(agent: Agent, ctx: InvocationContext) -> GuardrailTripped 
 
 
 async def check_output(
-    agent: Agent, ctx: InvocationContext, event: Event
+    agent: LlmAgentView, ctx: InvocationContext, event: Event
 ) -> tuple[Event, GuardrailTripped] | None:
     """The agent's output guardrails on a final answer: None when it passes, else the record
     that replaces it (the guardrail's message, or no content: withheld) and the error."""
@@ -137,8 +143,8 @@ async def check_output(
 
 
 async def check_tool_input(
-    agent: Agent, tctx: ToolContext, tool: BaseTool, args: dict[str, Any]
-) -> dict[str, Any] | None:
+    agent: LlmAgentView, tctx: ToolContext, tool: BaseTool, args: dict[str, object]
+) -> dict[str, object] | None:
     """The agent's tool input guardrails on a call's arguments: None to run the tool, else the
     error response that answers the call instead."""
     guardrails = agent.tool_input_guardrails
@@ -155,8 +161,12 @@ async def check_tool_input(
 
 
 async def check_tool_output(
-    agent: Agent, tctx: ToolContext, tool: BaseTool, args: dict[str, Any], result: dict[str, Any]
-) -> dict[str, Any] | None:
+    agent: LlmAgentView,
+    tctx: ToolContext,
+    tool: BaseTool,
+    args: dict[str, object],
+    result: dict[str, object],
+) -> dict[str, object] | None:
     """The agent's tool output guardrails on a call's result: None to pass it on, else the
     error response the model sees instead."""
     guardrails = agent.tool_output_guardrails
@@ -172,7 +182,7 @@ async def check_tool_output(
     return _tool_blocked(tctx, tool, _tripped(trip[0], trip[1], f"the result of {tool.name!r}"))
 
 
-def _tool_blocked(tctx: ToolContext, tool: BaseTool, exc: GuardrailTripped) -> dict[str, Any]:
+def _tool_blocked(tctx: ToolContext, tool: BaseTool, exc: GuardrailTripped) -> dict[str, object]:
     ctx = tctx.invocation_context
     if ctx.trace is not None:
         ctx.trace.note("rondo.guardrail.tripped", _trace_attributes(exc))
@@ -327,11 +337,13 @@ class RunGuard:
             )
         return None
 
-    def admit(self, calls: Sequence[FunctionCall]) -> tuple[dict[str, Any], BudgetExceeded | None]:
+    def admit(
+        self, calls: Sequence[FunctionCall]
+    ) -> tuple[dict[str, object], BudgetExceeded | None]:
         """Which of a step's calls may run: the responses of those that may not (by call id),
         and the budget that stops the run after this step (None: all may run). Once one call
         is refused, the calls after it in the step are refused too: the run ends here."""
-        refused: dict[str, Any] = {}
+        refused: dict[str, object] = {}
         budget, session = self.budget, self.session_budget
         stop: BudgetExceeded | None = None
         if budget is not None and budget.wall_time is not None:
@@ -400,10 +412,13 @@ def stop_record(
     return ctx.new_event(author or None, **fields)
 
 
-def _trace_attributes(exc: GuardrailTripped | BudgetExceeded) -> dict[str, Any]:
+def _trace_attributes(exc: GuardrailTripped | BudgetExceeded) -> dict[str, AttributeValue]:
     if isinstance(exc, GuardrailTripped):
         return {"rondo.guardrail.name": exc.guardrail, "rondo.guardrail.stage": exc.stage}
-    attributes: dict[str, Any] = {"rondo.budget.name": exc.budget, "rondo.budget.scope": exc.scope}
+    attributes: dict[str, AttributeValue] = {
+        "rondo.budget.name": exc.budget,
+        "rondo.budget.scope": exc.scope,
+    }
     if exc.limit is not None:
         attributes["rondo.budget.limit"] = exc.limit
     if exc.used is not None:

@@ -33,11 +33,11 @@ from rondo._ids import new_client_call_id, new_reason_id
 from rondo.context import Actions, CallbackContext, ToolContext
 from rondo.errors import ConfigurationError
 from rondo.events import Event, EventActions, EventFields
-from rondo.flow.confirmation import confirmation_event, confirmation_processor
 from rondo.flow.contents import NUDGE_TEXT
 from rondo.flow.functions import handle_function_calls
 from rondo.flow.loop import Flow
 from rondo.flow.processors.basic import basic_processor
+from rondo.flow.processors.confirmation import confirmation_event, confirmation_processor
 from rondo.flow.processors.contents import contents_processor
 from rondo.flow.processors.identity import identity_processor
 from rondo.flow.processors.instructions import instructions_processor
@@ -60,12 +60,12 @@ from rondo.sessions.base import CONFIRMATION_FUNCTION_NAME
 from rondo.types import Blob, Content, FunctionCall, FunctionResponse, Part
 
 if TYPE_CHECKING:
-    from rondo.agents.llm import Agent
     from rondo.context import InvocationContext
+    from rondo.flow.views import FlowView, LlmAgentView, RequestProcessor
     from rondo.models.base import Model
     from rondo.run_config import RunConfig
 
-__all__ = ["LIVE_METADATA", "LIVE_PROCESSORS", "live_connect_config", "run_live_agent"]
+__all__ = ["LIVE_METADATA", "LIVE_PROCESSORS", "live_connect_config", "run_live_call"]
 
 logger = logging.getLogger("rondo.live")
 
@@ -75,7 +75,7 @@ LIVE_METADATA = "live"
 # The text loop's processors minus compaction (off in live, seed §4.9) and structured output
 # (no final `set_model_response` turn on a connection). Confirmation stays: a call approved
 # before the live call started is resumed once, before connecting.
-LIVE_PROCESSORS = (
+LIVE_PROCESSORS: tuple[RequestProcessor, ...] = (
     basic_processor,
     tools_processor,
     confirmation_processor,
@@ -104,7 +104,7 @@ def live_connect_config(run_config: RunConfig, handle: str | None) -> LiveConnec
     )
 
 
-def live_model_of(agent: Agent) -> LiveModel:
+def live_model_of(agent: LlmAgentView) -> LiveModel:
     model = agent.canonical_model
     if not is_live_model(model):
         raise ConfigurationError(
@@ -126,37 +126,12 @@ def last_resumption_handle(ctx: InvocationContext) -> str | None:
     return None
 
 
-async def run_live_agent(
-    agent: Agent, parent: InvocationContext, queue: LiveRequestQueue
+def run_live_call(
+    agent: LlmAgentView, ctx: InvocationContext, queue: LiveRequestQueue
 ) -> AsyncGenerator[Item, None]:
-    """The agent's live call: before-agent hooks, the live loop, after-agent hooks, inside the
-    agent's `invoke_agent` span (the same wrapper as `BaseAgent.run_async`)."""
-    from rondo.telemetry import start_agent
-
-    ctx = parent.for_agent(agent)
-    trace = ctx.trace = start_agent(parent, ctx)
-    failure: BaseException | None = None
-    try:
-        event = await agent._before_agent(ctx)  # pyright: ignore[reportPrivateUsage]
-        if event is not None:
-            yield event
-        if ctx.end_invocation:
-            return
-        call = _LiveCall(agent, live_model_of(agent), ctx, queue)
-        async with aclosing(call.run()) as items:
-            async for item in items:
-                yield item
-        event = await agent._after_agent(ctx)  # pyright: ignore[reportPrivateUsage]
-        if event is not None:
-            yield event
-    except GeneratorExit:
-        raise
-    except BaseException as exc:
-        failure = exc
-        raise
-    finally:
-        if trace is not None:
-            trace.finish(failure, None)
+    """The agent's live call in its own context (`Agent.run_live` wraps it in the agent's
+    hooks and span, as `run_async` wraps a turn)."""
+    return _LiveCall(agent, live_model_of(agent), ctx, queue).run()
 
 
 _Inbox = asyncio.Queue[tuple[str, int, Any]]
@@ -193,7 +168,7 @@ class _LiveCall:
     """One live call of one agent: the connection, its two pumps, the records it yields."""
 
     def __init__(
-        self, agent: Agent, model: LiveModel, ctx: InvocationContext, queue: LiveRequestQueue
+        self, agent: LlmAgentView, model: LiveModel, ctx: InvocationContext, queue: LiveRequestQueue
     ) -> None:
         self.agent = agent
         self.model = model
@@ -686,7 +661,7 @@ class _LiveCall:
     def _event(self, **fields: Unpack[EventFields]) -> Event:
         return self.ctx.new_event(self.agent.name, **fields)
 
-    def _record(self, live: dict[str, Any]) -> Event:
+    def _record(self, live: dict[str, object]) -> Event:
         """A bookkeeping record of the call (a resumption handle, a reconnect)."""
         return self._event(custom_metadata={LIVE_METADATA: live})
 
@@ -707,7 +682,7 @@ def _only_confirmations(content: Content) -> bool:
 
 
 def _resume_confirmed(
-    flow: Flow, ctx: InvocationContext, request: ModelRequest
+    flow: FlowView, ctx: InvocationContext, request: ModelRequest
 ) -> AsyncGenerator[Item, None]:
     resumed = confirmation_processor(flow, ctx, request)
     if resumed is None:

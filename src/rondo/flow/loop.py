@@ -21,11 +21,11 @@ from rondo.context import Actions, CallbackContext, InvocationContext
 from rondo.errors import ConfigurationError, GuardrailTripped, TransferError
 from rondo.events import Event, PendingCall
 from rondo.flow._deltas import DeltaTracker
-from rondo.flow.confirmation import confirmation_event
 from rondo.flow.functions import handle_function_calls
 from rondo.flow.guards import check_input, check_output, stop_items
 from rondo.flow.model_call import call_model
 from rondo.flow.processors import DEFAULT_REQUEST_PROCESSORS
+from rondo.flow.processors.confirmation import confirmation_event
 from rondo.flow.processors.output_schema import output_schema_processor
 from rondo.flow.processors.tools import tools_processor
 from rondo.flow.processors.transfer import transfer_processor, transfer_targets
@@ -36,10 +36,10 @@ from rondo.tools.structured import SET_MODEL_RESPONSE
 from rondo.types import Content, FunctionCall
 
 if TYPE_CHECKING:
-    from rondo.agents.base import BaseAgent
-    from rondo.agents.llm import Agent
-    from rondo.durable.resume import ResumePoint
+    from rondo.context import AgentNode
+    from rondo.flow.views import LlmAgentView
     from rondo.models.base import Model
+    from rondo.outcome import ResumePoint
 
 __all__ = ["MAX_THOUGHT_ONLY_TURNS", "Flow"]
 
@@ -84,7 +84,7 @@ class Flow:
 
     __slots__ = ("_targets", "agent", "model", "processors", "relist_tools", "tools")
 
-    def __init__(self, agent: Agent, model: Model) -> None:
+    def __init__(self, agent: LlmAgentView, model: Model) -> None:
         self.agent = agent
         self.model = model
         self.processors = DEFAULT_REQUEST_PROCESSORS
@@ -92,10 +92,10 @@ class Flow:
         self.relist_tools = any(
             isinstance(t, BaseToolset) and t.relist_each_step for t in agent.tools
         )
-        self._targets: list[BaseAgent] | None = None
+        self._targets: list[AgentNode] | None = None
 
     @property
-    def transfer_targets(self) -> list[BaseAgent]:
+    def transfer_targets(self) -> list[AgentNode]:
         if self._targets is None:
             self._targets = transfer_targets(self.agent)
         return self._targets
@@ -373,7 +373,7 @@ class Flow:
                 async for item in items:
                     yield item
 
-    def _transfer_target(self, name: str) -> BaseAgent:
+    def _transfer_target(self, name: str) -> AgentNode:
         for target in self.transfer_targets:
             if target.name == name:
                 return target

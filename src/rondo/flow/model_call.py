@@ -19,11 +19,12 @@ from rondo.errors import (
 )
 from rondo.models.base import ModelRequest, ModelResponse
 from rondo.models.pricing import priced
+from rondo.plugins import plugins_of
 from rondo.types import Content
 
 if TYPE_CHECKING:
-    from rondo.agents.llm import Agent
     from rondo.context import CallbackContext, InvocationContext
+    from rondo.flow.views import LlmAgentView
     from rondo.models.base import Model
     from rondo.telemetry import ModelTrace
 
@@ -88,24 +89,24 @@ def _as_response(value: Any, hook: str) -> ModelResponse:
 
 
 async def _after_model(
-    agent: Agent, ctx: InvocationContext, cb_ctx: CallbackContext, response: ModelResponse
+    agent: LlmAgentView, ctx: InvocationContext, cb_ctx: CallbackContext, response: ModelResponse
 ) -> ModelResponse:
     # M1: plugin.after_model, then the agent's; the first non-None result wins.
-    replaced = await ctx.plugins.run("after_model", cb_ctx, response)
+    replaced = await plugins_of(ctx).run("after_model", cb_ctx, response)
     if replaced is None and agent.after_model_callbacks:
         replaced = await first_result(agent.after_model_callbacks, cb_ctx, response)
     return response if replaced is None else _as_response(replaced, "after_model")
 
 
 async def _recover(
-    agent: Agent,
+    agent: LlmAgentView,
     ctx: InvocationContext,
     cb_ctx: CallbackContext,
     request: ModelRequest,
     error: Exception,
 ) -> ModelResponse:
     # M3: a replacement response recovers; None keeps the error; a raised error replaces it.
-    replacement = await ctx.plugins.run("on_model_error", cb_ctx, request, error)
+    replacement = await plugins_of(ctx).run("on_model_error", cb_ctx, request, error)
     if replacement is None and agent.on_model_error_callbacks:
         replacement = await first_result(agent.on_model_error_callbacks, cb_ctx, request, error)
     if replacement is None:
@@ -136,7 +137,7 @@ async def _next_before(
 
 
 async def call_model(
-    agent: Agent,
+    agent: LlmAgentView,
     model: Model,
     ctx: InvocationContext,
     request: ModelRequest,
@@ -144,7 +145,7 @@ async def call_model(
 ) -> AsyncGenerator[ModelResponse, None]:
     """Yield the responses of one model call, after the hooks of SPEC M1 ran on each."""
     await ctx.demand.wait()  # R7: nothing starts while the consumer is not asking
-    plugins = ctx.plugins
+    plugins = plugins_of(ctx)
     response: Any = None
     if "before_model" in plugins.active:
         response = await plugins.run("before_model", cb_ctx, request)

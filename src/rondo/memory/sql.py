@@ -108,7 +108,7 @@ class SqlMemoryService(BaseMemoryService):
         migrate: bool = False,
         table_prefix: str = "rondo_",
         pool_size: int = 10,
-        connect_args: Mapping[str, Any] | None = None,
+        connect_args: Mapping[str, object] | None = None,
     ) -> None:
         self._db = open_database(
             url if url is not None else default_sqlite_url(),

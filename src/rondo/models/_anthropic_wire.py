@@ -234,7 +234,7 @@ def mark_cache_breakpoints(
         blocks = message["content"]
         if isinstance(blocks, str) or not blocks:
             continue
-        last = cast(dict[str, Any], list(blocks)[-1])
+        last = cast(dict[str, object], list(blocks)[-1])
         if last.get("type") in ("thinking", "redacted_thinking"):
             continue  # thinking blocks cannot carry a breakpoint
         last["cache_control"] = dict(_EPHEMERAL)
@@ -348,7 +348,7 @@ def parse_message(message: Message) -> ModelResponse:
             if not isinstance(args, dict):
                 outcome.malformed(block.name, dump_json(args))
                 continue
-            call = FunctionCall(name=block.name, args=cast(dict[str, Any], args), id=block.id)
+            call = FunctionCall(name=block.name, args=cast(dict[str, object], args), id=block.id)
             parts.append(Part(function_call=call))
         # Server-side tool blocks (web search...) are never requested by rondo.
     details = message.stop_details

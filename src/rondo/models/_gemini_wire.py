@@ -88,38 +88,43 @@ _FORMATS = {
 # -- schemas ------------------------------------------------------------------------------------
 
 
-def clean_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+def clean_schema(schema: Mapping[str, object]) -> dict[str, object]:
     """A JSON schema rewritten into the subset the Gemini API accepts.
 
     `$ref`s are inlined (a recursive one becomes a plain object), `null` alternatives become
     `nullable`, `const` and non-string enums are expressed the way Gemini can take them, and
     unsupported keywords are dropped.
     """
-    defs: dict[str, Any] = {}
+    defs: dict[str, object] = {}
     for key in ("$defs", "definitions"):
         found = schema.get(key)
         if isinstance(found, dict):
-            defs.update(cast(dict[str, Any], found))
+            defs.update(cast(dict[str, object], found))
     return _clean(schema, defs, frozenset())
 
 
-def _clean(node: Mapping[str, Any], defs: dict[str, Any], seen: frozenset[str]) -> dict[str, Any]:
+def _clean(
+    node: Mapping[str, object], defs: dict[str, object], seen: frozenset[str]
+) -> dict[str, object]:
     ref = node.get("$ref")
     if isinstance(ref, str):
         name = ref.rsplit("/", 1)[-1]
         target = defs.get(name)
         if name in seen or not isinstance(target, dict):
             return {"type": "OBJECT"}
-        merged = {**cast(dict[str, Any], target), **{k: v for k, v in node.items() if k != "$ref"}}
+        merged = {
+            **cast(dict[str, object], target),
+            **{k: v for k, v in node.items() if k != "$ref"},
+        }
         return _clean(merged, defs, seen | {name})
     node = _merge_all_of(node)
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     nullable = bool(node.get("nullable"))
 
     type_ = node.get("type")
     if isinstance(type_, list):
-        names = [t for t in cast(list[Any], type_) if t != "null"]
-        nullable = nullable or len(names) < len(cast(list[Any], type_))
+        names = [t for t in cast(list[object], type_) if t != "null"]
+        nullable = nullable or len(names) < len(cast(list[object], type_))
         type_ = names[0] if len(names) == 1 else None
         if len(names) > 1:
             out["anyOf"] = [{"type": str(t).upper()} for t in names]
@@ -131,11 +136,13 @@ def _clean(node: Mapping[str, Any], defs: dict[str, Any], seen: frozenset[str]) 
         kept = [
             v
             for v in (
-                cast(dict[str, Any], v) for v in cast(list[Any], variants) if isinstance(v, dict)
+                cast(dict[str, object], v)
+                for v in cast(list[object], variants)
+                if isinstance(v, dict)
             )
             if v.get("type") != "null"
         ]
-        nullable = nullable or len(kept) < len(cast(list[Any], variants))
+        nullable = nullable or len(kept) < len(cast(list[object], variants))
         cleaned = [_clean(v, defs, seen) for v in kept]
         if len(cleaned) == 1:
             out.update({k: v for k, v in cleaned[0].items() if k not in out})
@@ -145,30 +152,30 @@ def _clean(node: Mapping[str, Any], defs: dict[str, Any], seen: frozenset[str]) 
     _copy_values(node, out)
     properties = node.get("properties")
     if isinstance(properties, dict):
-        props = cast(dict[str, Any], properties)
+        props = cast(dict[str, object], properties)
         out["properties"] = {
-            name: _clean(cast(dict[str, Any], sub), defs, seen) if isinstance(sub, dict) else {}
+            name: _clean(cast(dict[str, object], sub), defs, seen) if isinstance(sub, dict) else {}
             for name, sub in props.items()
         }
         required = node.get("required")
         if isinstance(required, list):
-            out["required"] = [r for r in cast(list[Any], required) if r in props]
+            out["required"] = [r for r in cast(list[object], required) if r in props]
     items = node.get("items")
     if isinstance(items, dict):
-        out["items"] = _clean(cast(dict[str, Any], items), defs, seen)
+        out["items"] = _clean(cast(dict[str, object], items), defs, seen)
     if nullable:
         out["nullable"] = True
     return out
 
 
-def _merge_all_of(node: Mapping[str, Any]) -> Mapping[str, Any]:
+def _merge_all_of(node: Mapping[str, object]) -> Mapping[str, object]:
     parts = node.get("allOf")
     if not isinstance(parts, list):
         return node
-    merged: dict[str, Any] = {k: v for k, v in node.items() if k != "allOf"}
-    for part in cast(list[Any], parts):
+    merged: dict[str, object] = {k: v for k, v in node.items() if k != "allOf"}
+    for part in cast(list[object], parts):
         if isinstance(part, dict):
-            for key, value in cast(dict[str, Any], part).items():
+            for key, value in cast(dict[str, object], part).items():
                 merged.setdefault(key, value)
     return merged
 
@@ -184,7 +191,7 @@ def _copy_values(node: Mapping[str, Any], out: dict[str, Any]) -> None:
     if "const" in node:
         values = [node["const"]]
     if isinstance(values, list):
-        values = cast(list[Any], values)
+        values = cast(list[object], values)
         if all(isinstance(v, str) for v in values):
             out["enum"] = values
             out.setdefault("type", "STRING")
@@ -291,7 +298,7 @@ def _tool_config(choice: str | None) -> types.ToolConfig | None:
 
 
 def build_config(config: GenerateConfig) -> types.GenerateContentConfig:
-    fields: dict[str, Any] = {
+    fields: dict[str, object] = {
         "system_instruction": config.system_instruction or None,
         "temperature": config.temperature,
         "top_p": config.top_p,
@@ -438,10 +445,10 @@ def convert_usage(usage: types.GenerateContentResponseUsageMetadata | None) -> U
     )
 
 
-def _dump(value: Any) -> dict[str, Any] | None:
+def _dump(value: Any) -> dict[str, object] | None:
     if value is None:
         return None
-    return cast(dict[str, Any], value.model_dump(mode="json", exclude_none=True))
+    return cast(dict[str, object], value.model_dump(mode="json", exclude_none=True))
 
 
 class ResponseReader:
@@ -461,8 +468,8 @@ class ResponseReader:
         finish_reason: str | None = None
         error_code: str | None = None
         error_message: str | None = None
-        grounding: dict[str, Any] | None = None
-        citation: dict[str, Any] | None = None
+        grounding: dict[str, object] | None = None
+        citation: dict[str, object] | None = None
         candidate = response.candidates[0] if response.candidates else None
         if candidate is not None:
             if candidate.content is not None:

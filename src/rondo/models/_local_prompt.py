@@ -215,7 +215,9 @@ def render_messages(request: ModelRequest, *, demo: bool = True) -> list[dict[st
 _DEFS_KEYS = ("$defs", "definitions")
 
 
-def _namespaced(schema: dict[str, Any], prefix: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _namespaced(
+    schema: dict[str, object], prefix: str
+) -> tuple[dict[str, object], dict[str, object]]:
     """`schema` without its local definitions, refs renamed to `prefix`-ed top-level ones.
 
     Each tool's parameters are nested in one combined schema, where `#/$defs/X` would resolve
@@ -223,16 +225,16 @@ def _namespaced(schema: dict[str, Any], prefix: str) -> tuple[dict[str, Any], di
     keeps two tools' `X` apart.
     """
     schema = copy.deepcopy(schema)
-    defs: dict[str, Any] = {}
+    defs: dict[str, object] = {}
     for key in _DEFS_KEYS:
         found = schema.pop(key, None)
         if isinstance(found, dict):
-            for name, value in cast(dict[str, Any], found).items():
+            for name, value in cast(dict[str, object], found).items():
                 defs[f"{prefix}{name}"] = value
 
     def rename(node: Any) -> None:
         if isinstance(node, dict):
-            mapping = cast(dict[str, Any], node)
+            mapping = cast(dict[str, object], node)
             ref = mapping.get("$ref")
             if isinstance(ref, str):
                 for key in _DEFS_KEYS:
@@ -242,7 +244,7 @@ def _namespaced(schema: dict[str, Any], prefix: str) -> tuple[dict[str, Any], di
             for value in mapping.values():
                 rename(value)
         elif isinstance(node, list):
-            for item in cast(list[Any], node):
+            for item in cast(list[object], node):
                 rename(item)
 
     rename(schema)
@@ -256,21 +258,21 @@ def _closed(node: Any) -> Any:
     and says nothing about others: JSON Schema allows extra keys by default, and LLGuidance
     lets a small model invent them ("options", "action", …)."""
     if isinstance(node, list):
-        return [_closed(item) for item in cast(list[Any], node)]
+        return [_closed(item) for item in cast(list[object], node)]
     if not isinstance(node, dict):
         return node
-    mapping = {k: _closed(v) for k, v in cast(dict[str, Any], node).items()}
+    mapping = {k: _closed(v) for k, v in cast(dict[str, object], node).items()}
     if "properties" in mapping and isinstance(mapping["properties"], dict):
         mapping["properties"] = {
-            k: _closed(v) for k, v in cast(dict[str, Any], node["properties"]).items()
+            k: _closed(v) for k, v in cast(dict[str, object], node["properties"]).items()
         }
         mapping.setdefault("additionalProperties", False)
     return mapping
 
 
-def _call_schema(tools: Sequence[FunctionDeclaration]) -> dict[str, Any]:
-    alternatives: list[dict[str, Any]] = []
-    all_defs: dict[str, Any] = {}
+def _call_schema(tools: Sequence[FunctionDeclaration]) -> dict[str, object]:
+    alternatives: list[dict[str, object]] = []
+    all_defs: dict[str, object] = {}
     for index, tool in enumerate(tools):
         parameters, defs = _namespaced(tool.parameters, f"t{index}-")
         all_defs.update(defs)
@@ -281,14 +283,14 @@ def _call_schema(tools: Sequence[FunctionDeclaration]) -> dict[str, Any]:
                 "required": ["name", "arguments"],
             }
         )
-    schema: dict[str, Any] = {"oneOf": alternatives}
+    schema: dict[str, object] = {"oneOf": alternatives}
     if all_defs:
         schema["$defs"] = all_defs
     return schema
 
 
-def _json_rule(schema: dict[str, Any]) -> str:
-    closed = cast(dict[str, Any], _closed(schema))
+def _json_rule(schema: dict[str, object]) -> str:
+    closed = cast(dict[str, object], _closed(schema))
     return f"%json {json.dumps({**closed, 'x-guidance': _COMPACT}, ensure_ascii=False)}"
 
 
@@ -320,10 +322,10 @@ def _string_values(value: Any) -> Iterator[str]:
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
-        for item in cast(dict[str, Any], value).values():
+        for item in cast(dict[str, object], value).values():
             yield from _string_values(item)
     elif isinstance(value, list):
-        for item in cast(list[Any], value):
+        for item in cast(list[object], value):
             yield from _string_values(item)
 
 
@@ -366,10 +368,10 @@ def parse_calls(text: str, tools: Sequence[FunctionDeclaration]) -> list[Functio
     known = {t.name for t in tools}
     calls: list[FunctionCall] = []
     seen: set[str] = set()
-    for item in cast(list[Any], items):
+    for item in cast(list[object], items):
         if not isinstance(item, dict):
             return None
-        entry = cast(dict[str, Any], item)
+        entry = cast(dict[str, object], item)
         name, args = entry.get("name"), entry.get("arguments")
         if name not in known or not isinstance(args, dict):
             return None
@@ -377,5 +379,5 @@ def parse_calls(text: str, tools: Sequence[FunctionDeclaration]) -> list[Functio
         key = _dump([name, args])
         if key not in seen:
             seen.add(key)
-            calls.append(FunctionCall(name=cast(str, name), args=cast(dict[str, Any], args)))
+            calls.append(FunctionCall(name=cast(str, name), args=cast(dict[str, object], args)))
     return calls

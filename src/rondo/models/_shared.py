@@ -85,7 +85,7 @@ def error_for_status(status: int | None) -> type[ModelError]:
     return ModelError
 
 
-def parse_arguments(raw: str | None) -> dict[str, Any] | None:
+def parse_arguments(raw: str | None) -> dict[str, object] | None:
     """A tool call's JSON arguments as a dict; None when they are not a JSON object."""
     text = (raw or "").strip()
     if not text:
@@ -94,7 +94,7 @@ def parse_arguments(raw: str | None) -> dict[str, Any] | None:
         value: Any = json.loads(text)
     except ValueError:
         return None
-    return cast(dict[str, Any], value) if isinstance(value, dict) else None
+    return cast(dict[str, object], value) if isinstance(value, dict) else None
 
 
 def malformed_arguments_message(name: str, raw: str | None) -> str:

@@ -31,7 +31,7 @@ def _path_keys(json_path: str) -> list[str | int]:
 def _child(node: Any, key: str | int, default: Any) -> Any:
     """node[key], created as `default` when missing (lists grow with None)."""
     if isinstance(node, list):
-        items = cast(list[Any], node)
+        items = cast(list[object], node)
         index = int(key)
         while len(items) <= index:
             items.append(None)
@@ -44,7 +44,7 @@ def _child(node: Any, key: str | int, default: Any) -> Any:
 
 def _set(node: Any, key: str | int, value: Any) -> None:
     if isinstance(node, list):
-        items = cast(list[Any], node)
+        items = cast(list[object], node)
         _child(items, key, None)
         previous: Any = items[int(key)]
         items[int(key)] = previous + value if _both_str(previous, value) else value
@@ -58,7 +58,7 @@ def _both_str(a: Any, b: Any) -> bool:
     return isinstance(a, str) and isinstance(b, str)
 
 
-def apply_partial_args(args: dict[str, Any], fragments: list[PartialArg]) -> None:
+def apply_partial_args(args: dict[str, object], fragments: list[PartialArg]) -> None:
     """Write JSON-path fragments into `args`; strings at the same path are appended."""
     for fragment in fragments:
         keys = _path_keys(fragment.json_path)
@@ -73,7 +73,7 @@ def apply_partial_args(args: dict[str, Any], fragments: list[PartialArg]) -> Non
 class _PendingCall:
     __slots__ = ("args", "id", "name", "signature")
 
-    def __init__(self, name: str, call_id: str | None, args: dict[str, Any]) -> None:
+    def __init__(self, name: str, call_id: str | None, args: dict[str, object]) -> None:
         self.name = name
         self.id = call_id
         self.args = args
@@ -98,8 +98,8 @@ class StreamAggregator:
         self._calls: dict[str, _PendingCall] = {}
         self._usage: Usage | None = None
         self._finish_reason: str | None = None
-        self._grounding: dict[str, Any] | None = None
-        self._citation: dict[str, Any] | None = None
+        self._grounding: dict[str, object] | None = None
+        self._citation: dict[str, object] | None = None
         self._error_code: str | None = None
         self._error_message: str | None = None
         self._model_version: str | None = None

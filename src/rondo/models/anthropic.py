@@ -14,7 +14,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from collections.abc import AsyncGenerator, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from anthropic import AsyncAnthropic, AsyncStream, Omit, omit
 from anthropic.types import Message, RawMessageStreamEvent
@@ -197,7 +197,7 @@ class AnthropicModel(SdkModel[AsyncAnthropic]):
             budget = config.thinking_budget or 0
             if budget >= max_tokens:
                 max_tokens = budget + self.max_tokens  # the budget must stay below the limit
-        extra: dict[str, Any] = {}
+        extra: dict[str, object] = {}
         # No longer typed parameters of the SDK, but still accepted by the models that allow them.
         for key, value in (
             ("temperature", config.temperature),
@@ -240,8 +240,8 @@ def _is_transient_error(exc: BaseException) -> bool:
 
 
 def _error_type(body: object) -> str | None:
-    error = cast(dict[str, Any], body).get("error") if isinstance(body, dict) else None
-    kind = cast(dict[str, Any], error).get("type") if isinstance(error, dict) else None
+    error = cast(dict[str, object], body).get("error") if isinstance(body, dict) else None
+    kind = cast(dict[str, object], error).get("type") if isinstance(error, dict) else None
     return kind if isinstance(kind, str) else None
 
 

@@ -33,7 +33,9 @@ class FunctionDeclaration(BaseModel):
 
     name: str
     description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: dict[str, object] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
 
 
 class GenerateConfig(BaseModel):
@@ -51,7 +53,7 @@ class GenerateConfig(BaseModel):
     seed: int | None = None
     # "auto", "none", "required", or the name of one tool the model must call.
     tool_choice: str | None = None
-    response_schema: dict[str, Any] | None = None
+    response_schema: dict[str, object] | None = None
     response_mime_type: str | None = None
     thinking_budget: int | None = None
     include_thoughts: bool | None = None
@@ -92,9 +94,9 @@ class ModelResponse(BaseModel):
     model_version: str | None = None
     input_transcription: str | None = None
     output_transcription: str | None = None
-    grounding_metadata: dict[str, Any] | None = None
-    citation_metadata: dict[str, Any] | None = None
-    custom_metadata: dict[str, Any] | None = None
+    grounding_metadata: dict[str, object] | None = None
+    citation_metadata: dict[str, object] | None = None
+    custom_metadata: dict[str, object] | None = None
 
 
 @dataclass(slots=True)
@@ -109,6 +111,8 @@ class ModelRequest:
     model: str = ""
     contents: list[Content] = field(default_factory=list[Content])
     config: GenerateConfig = field(default_factory=GenerateConfig)
+    # The `BaseTool`s that answer calls, by name (Any: the tools sit in a layer above the
+    # request; the loop holds them typed).
     tools: dict[str, Any] = field(default_factory=dict[str, Any])
 
     def append_instruction(self, text: str) -> None:

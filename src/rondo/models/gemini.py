@@ -310,7 +310,7 @@ class ContextCache:
         contents: list[types.Content],
         state: _Prefix,
     ) -> str | None:
-        fields: dict[str, Any] = {name: getattr(config, name) for name in CACHED_FIELDS}
+        fields: dict[str, object] = {name: getattr(config, name) for name in CACHED_FIELDS}
         settings = types.CreateCachedContentConfig.model_validate(
             {**fields, "contents": contents, "ttl": f"{int(self.ttl)}s", "display_name": "rondo"}
         )

@@ -88,9 +88,9 @@ class _Sampling:
             repeat_penalty=float(extra.get("repeat_penalty", 1.0)),
         )
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> dict[str, object]:
         """These settings as llama.cpp server request fields."""
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             "temperature": self.temperature,
             "top_p": self.top_p,
             "top_k": self.top_k,
@@ -131,12 +131,12 @@ class _Stream:
     finish_reason: str = "max_tokens"
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    error: dict[str, Any] | None = None
+    error: dict[str, object] | None = None
 
     def __call__(self, chunk: Any) -> bool:
         if self.cancel.is_set():
             return True  # llama.cpp cancels the task: no more tokens are generated
-        data = cast(dict[str, Any], chunk)
+        data = cast(dict[str, object], chunk)
         error = data.get("error")
         if isinstance(error, dict):
             self.error = cast(dict[str, Any], error)
@@ -171,7 +171,7 @@ class _Engine:
         self,
         messages: list[dict[str, str]],
         sampling: _Sampling,
-        constraint: dict[str, Any],
+        constraint: dict[str, object],
         emit: Callable[[str], object] | None,
         cancel: threading.Event,
     ) -> _Completion | None:
@@ -188,11 +188,11 @@ class _Engine:
         self,
         messages: list[dict[str, str]],
         sampling: _Sampling,
-        constraint: dict[str, Any],
+        constraint: dict[str, object],
         emit: Callable[[str], object] | None,
         cancel: threading.Event,
     ) -> _Completion | None:
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             "messages": messages,
             **sampling.body(),
             # Always streamed, also for a plain answer: between chunks is where a cancelled
@@ -220,7 +220,7 @@ class _Engine:
         )
 
 
-def _request_error(error: dict[str, Any], n_ctx: int) -> ModelError:
+def _request_error(error: dict[str, object], n_ctx: int) -> ModelError:
     if error.get("type") == "exceed_context_size_error":
         tokens = error.get("n_prompt_tokens", "too many")
         holds = error.get("n_ctx", n_ctx)
@@ -414,7 +414,7 @@ class LocalModel:
         earlier: Usage,
     ) -> AsyncGenerator[ModelResponse, None]:
         schema = request.config.response_schema
-        constraint: dict[str, Any] = {}
+        constraint: dict[str, object] = {}
         if schema is not None:
             # llama.cpp compiles the schema itself, and says so when it cannot (a grammar it
             # cannot compile would be dropped silently).
@@ -466,7 +466,7 @@ async def _complete(
     engine: _Engine,
     messages: list[dict[str, str]],
     sampling: _Sampling,
-    constraint: dict[str, Any],
+    constraint: dict[str, object],
     emit: Callable[[str], object] | None,
 ) -> _Completion:
     """Run one generation in a worker thread; cancelling the caller stops it within a token."""

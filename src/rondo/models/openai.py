@@ -14,7 +14,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from collections.abc import AsyncGenerator, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from openai import AsyncOpenAI, AsyncStream, Omit, omit
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
@@ -211,7 +211,7 @@ class OpenAIModel(SdkModel[AsyncOpenAI]):
         choice = build_tool_choice(config.tool_choice) if tools else None
         response_format = build_response_format(config)
         max_tokens = config.max_output_tokens
-        extra: dict[str, Any] = {}
+        extra: dict[str, object] = {}
         if config.top_k is not None:
             extra["top_k"] = config.top_k  # not OpenAI's, but most compatible servers take it
         if config.extra:

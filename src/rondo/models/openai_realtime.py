@@ -88,8 +88,8 @@ class OpenAIRealtimeModel:
         return OpenAIRealtimeConnection(conn, stack)
 
 
-def _session(request: ModelRequest, config: LiveConnectConfig) -> dict[str, Any]:
-    session: dict[str, Any] = {"type": "realtime"}
+def _session(request: ModelRequest, config: LiveConnectConfig) -> dict[str, object]:
+    session: dict[str, object] = {"type": "realtime"}
     if request.config.system_instruction:
         session["instructions"] = request.config.system_instruction
     if request.config.tools:
@@ -104,23 +104,23 @@ def _session(request: ModelRequest, config: LiveConnectConfig) -> dict[str, Any]
         ]
     if config.response_modalities:
         session["output_modalities"] = [m.lower() for m in config.response_modalities]
-    audio_in: dict[str, Any] = {}
+    audio_in: dict[str, object] = {}
     if config.input_audio_transcription:
         audio_in["transcription"] = {"model": _TRANSCRIBER}
     if config.realtime_input_config is not None:
         audio_in["turn_detection"] = config.realtime_input_config
-    audio: dict[str, Any] = {"input": audio_in} if audio_in else {}
+    audio: dict[str, object] = {"input": audio_in} if audio_in else {}
     speech: Any = config.speech_config
     if isinstance(speech, Mapping):
-        audio["output"] = dict(cast(Mapping[str, Any], speech))
+        audio["output"] = dict(cast(Mapping[str, object], speech))
     if audio:
         session["audio"] = audio
     return session
 
 
-def _history(contents: list[Content]) -> list[dict[str, Any]]:
+def _history(contents: list[Content]) -> list[dict[str, object]]:
     """The history as Realtime conversation items (text, calls and their outputs)."""
-    items: list[dict[str, Any]] = []
+    items: list[dict[str, object]] = []
     for content in contents:
         role = "assistant" if content.role == "model" else "user"
         kind = "output_text" if role == "assistant" else "input_text"
@@ -143,7 +143,7 @@ def _history(contents: list[Content]) -> list[dict[str, Any]]:
     return items
 
 
-def _output_item(part: Part) -> dict[str, Any]:
+def _output_item(part: Part) -> dict[str, object]:
     response = part.function_response
     assert response is not None
     return {

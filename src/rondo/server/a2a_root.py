@@ -15,7 +15,7 @@ from starlette.routing import Route
 from rondo.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from rondo.a2a import A2AApps
+    from rondo.a2a.server import A2AApps
     from rondo.server.discovery import AppRegistry
 
 __all__ = ["A2A_MOUNT", "a2a_root_card_routes"]

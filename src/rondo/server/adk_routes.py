@@ -17,13 +17,13 @@ from fastapi.responses import Response
 from pydantic import BaseModel
 
 from rondo._version import __version__
-from rondo.durable.resume import find_resume_point
 from rondo.errors import SessionExistsError
 from rondo.events import Event, EventActions
-from rondo.server.auth import authorize, caller, check_shared_state, owner
+from rondo.resume import find_resume_point
+from rondo.server.auth import authorize, caller, check_shared_state
 from rondo.server.errors import BadRequestError, InvalidValueError, NotFoundError, SafeRoute
 from rondo.server.runs import DetachedRunRequest, collect, respond, start_run
-from rondo.server.state import ServerState, server_state
+from rondo.server.state import ServerState, owner, server_state
 from rondo.server.streams import dumps
 from rondo.server.wire import (
     ArtifactVersion,
@@ -80,7 +80,7 @@ async def list_apps(request: Request, detailed: Annotated[bool, Query()] = False
     names = state.apps.names()
     if not detailed:
         return _json(names)
-    apps: list[dict[str, Any]] = []
+    apps: list[dict[str, object]] = []
     for name in names:
         try:
             agent = await state.apps.root_agent(name)
@@ -143,7 +143,7 @@ async def list_sessions(app_name: str, user_id: str, request: Request) -> Respon
     """The user's sessions of this app, newest first, without their events."""
     state = owner(request, user_id)
     state.apps.check(app_name)
-    sessions: list[dict[str, Any]] = []
+    sessions: list[dict[str, object]] = []
     token: str | None = None
     while True:
         page = await state.sessions.list_sessions(
@@ -160,7 +160,7 @@ async def _create(
     app_name: str,
     user_id: str,
     session_id: str | None,
-    initial: dict[str, Any] | None,
+    initial: dict[str, object] | None,
     who: str | None,
 ) -> Response:
     state.apps.check(app_name)
@@ -198,7 +198,7 @@ async def create_session_with_id(
     user_id: str,
     session_id: str,
     request: Request,
-    initial: Annotated[dict[str, Any] | None, Body()] = None,
+    initial: Annotated[dict[str, object] | None, Body()] = None,
 ) -> Response:
     """Create the session `session_id`; the body, if any, is its initial state (as ADK)."""
     state = owner(request, user_id)
@@ -317,8 +317,8 @@ def _canonical_uri(app_name: str, user_id: str, session_id: str, name: str, vers
 
 def _version_json(
     app_name: str, user_id: str, session_id: str, name: str, version: int, part: Part | None
-) -> dict[str, Any]:
-    out: dict[str, Any] = {
+) -> dict[str, object]:
+    out: dict[str, object] = {
         "version": version,
         "canonicalUri": _canonical_uri(app_name, user_id, session_id, name, version),
         "customMetadata": {},
@@ -336,7 +336,7 @@ async def list_artifact_versions_metadata(
     state = owner(request, user_id)
     await _session_or_404(state, app_name, user_id, session_id)
     store = state.artifacts
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for version in await store.list_versions(
         app_name=app_name, user_id=user_id, session_id=session_id, filename=artifact_name
     ):

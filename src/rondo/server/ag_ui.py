@@ -216,7 +216,7 @@ class AgUiProjection:
             thread_id=self.thread_id, run_id=self.run_id, result=result, outcome=outcome
         )
 
-    def error(self, exc: BaseException) -> dict[str, Any]:
+    def error(self, exc: BaseException) -> dict[str, object]:
         """The stream's last event when the run fails after it started."""
         return RunErrorEvent(message=describe(exc), code=type(exc).__name__).model_dump(
             mode="json", by_alias=True
@@ -249,7 +249,7 @@ def _user_parts(message: UserMessage) -> list[Part]:
     return parts
 
 
-def _tool_result(message: ToolMessage) -> dict[str, Any]:
+def _tool_result(message: ToolMessage) -> dict[str, object]:
     text = message.content if isinstance(message.content, str) else ""
     if not isinstance(message.content, str):
         text = "".join(p.text for p in message.content if isinstance(p, TextPart))
@@ -257,8 +257,8 @@ def _tool_result(message: ToolMessage) -> dict[str, Any]:
         value: Any = json.loads(text)
     except ValueError:
         value = text
-    result: dict[str, Any] = (
-        cast(dict[str, Any], value) if isinstance(value, dict) else {"result": value}
+    result: dict[str, object] = (
+        cast(dict[str, object], value) if isinstance(value, dict) else {"result": value}
     )
     if message.error:
         result = {**result, "error": message.error}
@@ -269,7 +269,7 @@ def _decision(entry: ResumeEntry, call: PendingCall) -> Part:
     if entry.status == "cancelled":
         return call.reject("cancelled by the user")
     raw = entry.payload
-    payload = cast(dict[str, Any], raw) if isinstance(raw, dict) else {"approved": raw}
+    payload = cast(dict[str, object], raw) if isinstance(raw, dict) else {"approved": raw}
     comment = payload.get("comment") or payload.get("reason")
     if payload.get("decision") == "skip":
         return call.skip(payload.get("observation"))
@@ -298,7 +298,7 @@ def _resumed(body: RunAgentInput, session: Session) -> list[Part]:
     return parts
 
 
-def _new_turn(messages: Sequence[Any], session: Session) -> list[Part]:
+def _new_turn(messages: Sequence[object], session: Session) -> list[Part]:
     """The parts of what follows the last assistant message: the only part the session does
     not already hold."""
     last = max((i for i, m in enumerate(messages) if isinstance(m, AssistantMessage)), default=-1)
@@ -313,7 +313,7 @@ def _new_turn(messages: Sequence[Any], session: Session) -> list[Part]:
     return parts
 
 
-def run_input(body: RunAgentInput, session: Session) -> tuple[Content | None, dict[str, Any]]:
+def run_input(body: RunAgentInput, session: Session) -> tuple[Content | None, dict[str, object]]:
     """The run's message and state delta for `body` on `session`."""
     parts = [*_resumed(body, session), *_new_turn(body.messages, session)]
     message = Content(role="user", parts=parts) if parts else None
@@ -327,12 +327,12 @@ def run_input(body: RunAgentInput, session: Session) -> tuple[Content | None, di
     return message, delta
 
 
-def _history(body: RunAgentInput, session: Session) -> list[Any]:
+def _history(body: RunAgentInput, session: Session) -> list[object]:
     """For a run that answers interrupts: the client's messages, with the paused calls added
     in an assistant message when the client did not keep them."""
     if not body.resume:
         return []
-    messages: list[Any] = list(body.messages)
+    messages: list[object] = list(body.messages)
     known = {
         call.id for m in messages if isinstance(m, AssistantMessage) for call in m.tool_calls or []
     }
@@ -362,7 +362,7 @@ def _client_tools(body: RunAgentInput) -> list[ClientTool]:
     ]
 
 
-def _visible(state: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
+def _visible(state: dict[str, object], delta: dict[str, object]) -> dict[str, object]:
     merged = {**state, **delta}
     return {k: v for k, v in merged.items() if not k.startswith(TEMP_PREFIX)}
 

@@ -68,7 +68,7 @@ class ClientToolSpec(BaseModel):
 
     name: str
     description: str = ""
-    input_schema: dict[str, Any] | None = Field(default=None, alias="inputSchema")
+    input_schema: dict[str, object] | None = Field(default=None, alias="inputSchema")
 
 
 class ChatRequest(BaseModel):
@@ -77,7 +77,7 @@ class ChatRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     id: str = Field(description="The chat's id: the rondo session id.")
-    messages: list[dict[str, Any]] = Field(description="The conversation as UIMessages.")
+    messages: list[dict[str, object]] = Field(description="The conversation as UIMessages.")
     trigger: str | None = None
     message_id: str | None = Field(default=None, alias="messageId")
     tools: list[ClientToolSpec] = Field(
@@ -90,14 +90,14 @@ class ChatRequest(BaseModel):
     )
 
 
-def _chunk(value: dict[str, Any]) -> bytes:
+def _chunk(value: dict[str, object]) -> bytes:
     return sse(dumps(value))
 
 
 class AiSdkProjection:
     """Lifecycle events → UI message stream chunks for one run."""
 
-    def __init__(self, state: dict[str, Any], message_id: str | None = None) -> None:
+    def __init__(self, state: dict[str, object], message_id: str | None = None) -> None:
         self.state = state
         self.message_id = message_id
         self._text = TextParts()
@@ -109,7 +109,7 @@ class AiSdkProjection:
             chunks.append(DONE)
         return chunks
 
-    def chunks(self, event: Any) -> list[dict[str, Any]]:
+    def chunks(self, event: Any) -> list[dict[str, object]]:
         if isinstance(event, ReasonDelta):
             return _chunks(self._text.delta(event))
         if isinstance(event, ReasonStart):
@@ -121,7 +121,7 @@ class AiSdkProjection:
         if isinstance(event, ActionEnd):
             return self._state(event.event)
         if isinstance(event, RunStart):
-            start: dict[str, Any] = {"type": "start"}
+            start: dict[str, object] = {"type": "start"}
             if self.message_id:
                 start["messageId"] = self.message_id
             return [start, self._state_part()]
@@ -129,18 +129,18 @@ class AiSdkProjection:
             return self._finish(event)
         return []
 
-    def _start_step(self) -> dict[str, Any]:
+    def _start_step(self) -> dict[str, object]:
         self._step = True
         return {"type": "start-step"}
 
-    def _end_step(self) -> list[dict[str, Any]]:
+    def _end_step(self) -> list[dict[str, object]]:
         chunks = _chunks(self._text.close())
         if self._step:
             self._step = False
             chunks.append({"type": "finish-step"})
         return chunks
 
-    def _reason_end(self, event: ReasonEnd) -> list[dict[str, Any]]:
+    def _reason_end(self, event: ReasonEnd) -> list[dict[str, object]]:
         chunks = _chunks(self._text.reason_end(event))
         record = event.event
         for call in event.tool_calls:
@@ -156,7 +156,7 @@ class AiSdkProjection:
         chunks.extend(self._state(record))
         return chunks
 
-    def _tool_end(self, event: ToolCallEnd) -> list[dict[str, Any]]:
+    def _tool_end(self, event: ToolCallEnd) -> list[dict[str, object]]:
         if event.error is None and event.result is None:
             return []  # answered later (a long-running or client-side call)
         if event.error is not None:
@@ -177,10 +177,10 @@ class AiSdkProjection:
             }
         ]
 
-    def _state_part(self) -> dict[str, Any]:
+    def _state_part(self) -> dict[str, object]:
         return {"type": "data-state", "id": "state", "data": dict(self.state)}
 
-    def _state(self, record: Event | None) -> list[dict[str, Any]]:
+    def _state(self, record: Event | None) -> list[dict[str, object]]:
         if record is None or record.partial or not record.actions.state_delta:
             return []
         changed = {
@@ -191,11 +191,11 @@ class AiSdkProjection:
         self.state.update(changed)
         return [self._state_part()]
 
-    def _finish(self, end: RunEnd) -> list[dict[str, Any]]:
+    def _finish(self, end: RunEnd) -> list[dict[str, object]]:
         chunks = _chunks(self._text.close())
         for call in end.pending:
             if call.kind == "confirmation" and call.original_call_id:
-                request: dict[str, Any] = {
+                request: dict[str, object] = {
                     "type": "tool-approval-request",
                     "approvalId": call.call_id,
                     "toolCallId": call.original_call_id,
@@ -229,12 +229,13 @@ def _json(value: Any) -> str:
 # -- the request ----------------------------------------------------------------------------
 
 
-def _file_part(part: dict[str, Any]) -> Part:
+def _file_part(part: dict[str, object]) -> Part:
     url = part.get("url")
     media_type = part.get("mediaType")
     if not isinstance(url, str) or not isinstance(media_type, str):
         raise BadRequestError("a file part needs its `url` and `mediaType`")
-    name = part.get("filename") if isinstance(part.get("filename"), str) else None
+    filename = part.get("filename")
+    name = filename if isinstance(filename, str) else None
     if url.startswith("data:"):
         header, _, data = url.partition(",")
         raw = decode_base64(data) if header.endswith(";base64") else unquote_to_bytes(data)
@@ -255,11 +256,11 @@ def _user_parts(message: dict[str, Any]) -> list[Part]:
     return parts
 
 
-def _answer(part: dict[str, Any], pending: dict[str, PendingCall]) -> Part | None:
+def _answer(part: dict[str, object], pending: dict[str, PendingCall]) -> Part | None:
     """An approval response or a client tool's output in the newest assistant message."""
     approval = part.get("approval")
     if part.get("state") == "approval-responded" and isinstance(approval, dict):
-        answer = cast(dict[str, Any], approval)
+        answer = cast(dict[str, object], approval)
         call = pending.pop(str(answer.get("id")), None)
         if call is None or call.kind != "confirmation":
             return None
@@ -276,7 +277,7 @@ def _answer(part: dict[str, Any], pending: dict[str, PendingCall]) -> Part | Non
     if state == "output-available":
         pending.pop(call.call_id)
         output = part.get("output")
-        result = cast(dict[str, Any], output) if isinstance(output, dict) else {"result": output}
+        result = cast(dict[str, object], output) if isinstance(output, dict) else {"result": output}
         return call.respond(result)
     if state == "output-error":
         pending.pop(call.call_id)
@@ -294,8 +295,8 @@ def run_message(body: ChatRequest, session: Session) -> Content | None:
     elif newest.get("role") == "assistant":
         pending = {p.call_id: p for p in session.pending}
         answers = (
-            _answer(cast(dict[str, Any], p), pending)
-            for p in cast(list[Any], newest.get("parts") or [])
+            _answer(cast(dict[str, object], p), pending)
+            for p in cast(list[object], newest.get("parts") or [])
             if isinstance(p, dict)
         )
         parts = [a for a in answers if a is not None]
@@ -304,7 +305,7 @@ def run_message(body: ChatRequest, session: Session) -> Content | None:
     return Content(role="user", parts=parts) if parts else None
 
 
-def _idle(state: dict[str, Any]) -> Iterable[bytes]:
+def _idle(state: dict[str, object]) -> Iterable[bytes]:
     yield _chunk({"type": "start"})
     yield _chunk({"type": "data-state", "id": "state", "data": state})
     yield _chunk({"type": "finish", "finishReason": "stop"})

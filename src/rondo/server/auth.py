@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 from urllib.parse import parse_qs
 
 from fastapi import HTTPException, Request
@@ -26,9 +26,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rondo.errors import ConfigurationError
 from rondo.sessions.base import APP_PREFIX
-
-if TYPE_CHECKING:
-    from rondo.server.state import ServerState
 
 __all__ = [
     "BEARER_SUBPROTOCOL",
@@ -39,7 +36,6 @@ __all__ = [
     "caller",
     "check_shared_state",
     "load_tokens",
-    "owner",
 ]
 
 
@@ -206,7 +202,7 @@ def authorize(who: str | None, user_id: str) -> None:
         raise HTTPException(403, detail="this token may not access another user's data")
 
 
-def check_shared_state(who: str | None, delta: Mapping[str, Any] | None) -> None:
+def check_shared_state(who: str | None, delta: Mapping[str, object] | None) -> None:
     """Refuse (403) a client's write of `app:` state when the server has users.
 
     `app:` keys are one state shared by every user of the app: with tokens, a user writing
@@ -221,9 +217,3 @@ def check_shared_state(who: str | None, delta: Mapping[str, Any] | None) -> None
             detail=f"'app:' state is shared by every user of the app; a client may not write "
             f"it ({', '.join(shared)})",
         )
-
-
-def owner(request: Request, user_id: str) -> ServerState:
-    """The server state, once the caller may act as the path's `user_id` (else 403)."""
-    authorize(request.scope.get(USER_KEY), user_id)
-    return request.app.state.rondo

@@ -159,7 +159,7 @@ _PLAIN = (
 )
 
 
-def stream_error(exc: BaseException) -> dict[str, Any]:
+def stream_error(exc: BaseException) -> dict[str, object]:
     """The final SSE event of a run that failed mid-stream, in ADK's shape."""
     message = describe(exc)
     if not isinstance(exc, RondoError) or status_for(exc) >= 500:

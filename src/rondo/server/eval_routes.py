@@ -38,7 +38,7 @@ def _json(value: Any) -> Response:
 def _camel(value: Any) -> Any:
     """ADK's by-alias dump: keys camelCase, but a session state's own keys left as written."""
     if isinstance(value, dict):
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for key, item in value.items():  # pyright: ignore[reportUnknownVariableType]
             name = to_camel(str(key))  # pyright: ignore[reportUnknownArgumentType]
             out[name] = item if name == "state" else _camel(item)
@@ -60,7 +60,7 @@ def _set_path(request: Request, app_name: str, eval_set_id: str) -> Path:
     return _app_dir(request, app_name) / (eval_set_id + _SET_SUFFIX)
 
 
-def _read_set(path: Path) -> dict[str, Any] | None:
+def _read_set(path: Path) -> dict[str, object] | None:
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -70,16 +70,16 @@ def _read_set(path: Path) -> dict[str, Any] | None:
     return data  # pyright: ignore[reportUnknownVariableType]
 
 
-def _cases(data: dict[str, Any]) -> list[dict[str, Any]]:
+def _cases(data: dict[str, object]) -> list[dict[str, object]]:
     cases: Any = data.get("eval_cases", data.get("evalCases", []))
     return [c for c in cases if isinstance(c, dict)] if isinstance(cases, list) else []  # pyright: ignore[reportUnknownVariableType]
 
 
-def _case_id(case: dict[str, Any]) -> str:
+def _case_id(case: dict[str, object]) -> str:
     return str(case.get("eval_id", case.get("evalId", "")))
 
 
-def _create(request: Request, app_name: str, eval_set_id: str) -> dict[str, Any]:
+def _create(request: Request, app_name: str, eval_set_id: str) -> dict[str, object]:
     if not _ID.fullmatch(eval_set_id):
         raise BadRequestError(
             "Invalid Eval Set ID. Eval Set ID should have the `^[a-zA-Z0-9_]+$` format"
@@ -87,7 +87,7 @@ def _create(request: Request, app_name: str, eval_set_id: str) -> dict[str, Any]
     path = _set_path(request, app_name, eval_set_id)
     if path.exists():
         raise BadRequestError(f"EvalSet {eval_set_id} already exists for app {app_name}.")
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         "eval_set_id": eval_set_id,
         "name": eval_set_id,
         "eval_cases": [],
@@ -100,13 +100,13 @@ def _create(request: Request, app_name: str, eval_set_id: str) -> dict[str, Any]
 
 @router.post("/dev/apps/{app_name}/eval-sets")
 async def create_eval_set(
-    app_name: str, request: Request, body: Annotated[dict[str, Any], Body()]
+    app_name: str, request: Request, body: Annotated[dict[str, object], Body()]
 ) -> Response:
     eval_set: Any = body.get("eval_set", body.get("evalSet"))
     if not isinstance(eval_set, dict):
         raise InvalidValueError("evalSet is required")
     # ADK's EvalSet model has no camelCase aliases: only `eval_set_id` is read (else 422).
-    fields = cast("dict[str, Any]", eval_set)
+    fields = cast("dict[str, object]", eval_set)
     set_id: Any = fields.get("eval_set_id")
     if not isinstance(set_id, str) or not isinstance(fields.get("eval_cases"), list):
         raise InvalidValueError("evalSet.eval_set_id and evalSet.eval_cases are required")
@@ -176,7 +176,7 @@ async def _update_case(
     eval_set_id: str,
     eval_case_id: str,
     request: Request,
-    case: Annotated[dict[str, Any], Body()],
+    case: Annotated[dict[str, object], Body()],
 ) -> None:
     given = _case_id(case)
     if given and given != eval_case_id:

@@ -13,7 +13,7 @@ id — any process that reads the log numbers a run's records the same way.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from rondo.events import Event
 from rondo.lifecycle import ReasonDelta, sse_frame, to_json
@@ -56,7 +56,7 @@ def adk_payloads(event: Event) -> list[bytes]:
     if _splits(event):
         # As ADK: its web UI renders artifacts from an action-only event, so an event with
         # both content and an artifact delta goes out as two, content first.
-        actions: dict[str, Any] = {**wire["actions"], "artifactDelta": {}}
+        actions: dict[str, Any] = {**cast(dict[str, object], wire["actions"]), "artifactDelta": {}}
         content_only = {**wire, "actions": actions}
         action_only = {k: v for k, v in wire.items() if k != "content"}
         return [dumps(content_only), dumps(action_only)]

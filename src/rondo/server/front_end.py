@@ -14,7 +14,7 @@ import binascii
 import importlib
 import importlib.util
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from fastapi import APIRouter, Response
 
@@ -93,8 +93,8 @@ async def start_front_run(
     user_id: str,
     session_id: str,
     message: Content | None,
-    state_delta: Mapping[str, Any] | None = None,
-    extra_tools: Sequence[Any] = (),
+    state_delta: Mapping[str, object] | None = None,
+    extra_tools: Sequence[object] = (),
     streaming: bool = True,
     multitask: object = None,
 ) -> FrontRun:
@@ -188,7 +188,7 @@ async def lifecycle(state: ServerState, run: FrontRun) -> AsyncGenerator[Any, No
         raise detached.error
 
 
-def state_changes(client: Any, session: Session) -> dict[str, Any]:
+def state_changes(client: Any, session: Session) -> dict[str, object]:
     """The keys of a client's view of the state that differ from the session's (its edits).
     Keys the client dropped are kept: a client that knows less changes nothing."""
     if not isinstance(client, dict):
@@ -207,7 +207,15 @@ def _pointer(key: str) -> str:
     return "/" + key.replace("~", "~0").replace("/", "~1")
 
 
-def json_patch(delta: Mapping[str, Any]) -> list[dict[str, Any]]:
+class PatchOp(TypedDict):
+    """One RFC 6902 operation (rondo's patches only `add`)."""
+
+    op: Literal["add"]
+    path: str
+    value: object
+
+
+def json_patch(delta: Mapping[str, object]) -> list[PatchOp]:
     """A record's state delta as RFC 6902 operations on the session's state (as a client sees
     it: no `temp:` keys). `add` sets a member whether or not it exists."""
     return [

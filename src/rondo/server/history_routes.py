@@ -22,8 +22,8 @@ from pydantic import Field
 
 from rondo.errors import StaleSessionError
 from rondo.server.adk_routes import _session_or_404  # pyright: ignore[reportPrivateUsage]
-from rondo.server.auth import owner
 from rondo.server.errors import SafeRoute, VersionConflictError
+from rondo.server.state import owner
 from rondo.server.streams import dumps
 from rondo.server.wire import _Body, event_json, session_json  # pyright: ignore[reportPrivateUsage]
 from rondo.sessions.rewind import fork_session, rewind_session

@@ -61,8 +61,8 @@ class LiveParams(BaseModel):
     # -- beyond ADK (#4263) --
     input_audio_transcription: bool = True
     output_audio_transcription: bool = True
-    speech_config: dict[str, Any] | None = None
-    realtime_input_config: dict[str, Any] | None = None
+    speech_config: dict[str, object] | None = None
+    realtime_input_config: dict[str, object] | None = None
     session_resumption_handle: str | None = None
     max_llm_calls: int | None = None
 
@@ -130,8 +130,8 @@ class WireLiveRequest(BaseModel):
 
     content: WireContent | None = None
     blob: WireBlob | None = None
-    activity_start: dict[str, Any] | None = Field(default=None, alias="activityStart")
-    activity_end: dict[str, Any] | None = Field(default=None, alias="activityEnd")
+    activity_start: dict[str, object] | None = Field(default=None, alias="activityStart")
+    activity_end: dict[str, object] | None = Field(default=None, alias="activityEnd")
     audio_stream_end: bool = Field(default=False, alias="audioStreamEnd")
     close: bool = False
 
@@ -174,10 +174,10 @@ async def _close(websocket: WebSocket, code: int, reason: str) -> None:
 
 def _without_nulls(value: Any) -> Any:
     if isinstance(value, dict):
-        items = cast(dict[str, Any], value).items()
+        items = cast(dict[str, object], value).items()
         return {k: _without_nulls(v) for k, v in items if v is not None}
     if isinstance(value, list):
-        return [_without_nulls(v) for v in cast(list[Any], value)]
+        return [_without_nulls(v) for v in cast(list[object], value)]
     return value
 
 

@@ -178,7 +178,7 @@ def _resumed_session(ctx: Context[Any, Any]) -> str | None:
         value: Any = json.loads(state)
     except ValueError:
         return None
-    sid: Any = cast(dict[str, Any], value).get("session_id") if isinstance(value, dict) else None
+    sid: Any = cast(dict[str, object], value).get("session_id") if isinstance(value, dict) else None
     return sid if isinstance(sid, str) else None
 
 
@@ -257,7 +257,7 @@ def _caller(ctx: Context[Any, Any]) -> str | None:
     scope: Any = getattr(request, "scope", None)
     if not isinstance(scope, dict):
         return None
-    user: Any = cast(dict[str, Any], scope).get(USER_KEY)
+    user: Any = cast(dict[str, object], scope).get(USER_KEY)
     return user if isinstance(user, str) else None
 
 

@@ -27,7 +27,7 @@ from rondo.sessions.rewind import rewind_session
 from rondo.sessions.run_log import runs_of
 
 if TYPE_CHECKING:
-    from rondo.server.state import ServerState
+    from rondo.server.session_runs import SessionRuns
 
 __all__ = ["MULTITASKS", "POLL", "Multitask", "take_with"]
 
@@ -39,7 +39,7 @@ POLL = 0.2
 _queues: dict[tuple[str, str, str], tuple[asyncio.Lock, list[int]]] = {}
 
 
-async def take_with(state: ServerState, key: tuple[str, str, str], multitask: Multitask) -> Release:
+async def take_with(state: SessionRuns, key: tuple[str, str, str], multitask: Multitask) -> Release:
     """Claim the session `key` the way `multitask` says (see the module docstring)."""
     if multitask == "reject":
         return await state.claims.take(*key)
@@ -67,7 +67,7 @@ async def take_with(state: ServerState, key: tuple[str, str, str], multitask: Mu
             _queues.pop(key, None)
 
 
-async def _current_run_id(state: ServerState, key: tuple[str, str, str]) -> str | None:
+async def _current_run_id(state: SessionRuns, key: tuple[str, str, str]) -> str | None:
     """The id of the run going on in the session: this process's, or (another replica's)
     the newest run of the log."""
     run = state.detached.current(*key)
@@ -83,7 +83,7 @@ async def _current_run_id(state: ServerState, key: tuple[str, str, str]) -> str 
     return runs[0].run_id if runs else None
 
 
-async def _rewind_run(state: ServerState, key: tuple[str, str, str], run_id: str) -> None:
+async def _rewind_run(state: SessionRuns, key: tuple[str, str, str], run_id: str) -> None:
     """Rewind the session to before the stopped run's first record (the claim is held)."""
     app_name, user_id, session_id = key
     session = await state.sessions.get_session(
@@ -103,7 +103,7 @@ async def _rewind_run(state: ServerState, key: tuple[str, str, str], run_id: str
     )
 
 
-async def _when_free(state: ServerState, key: tuple[str, str, str]) -> Release:
+async def _when_free(state: SessionRuns, key: tuple[str, str, str]) -> Release:
     while True:
         try:
             return await state.claims.take(*key)

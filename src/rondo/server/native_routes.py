@@ -17,10 +17,10 @@ from pydantic.alias_generators import to_camel
 
 from rondo.events import PendingCall
 from rondo.server.adk_routes import require_message
-from rondo.server.auth import caller, owner
+from rondo.server.auth import caller
 from rondo.server.errors import BadRequestError, NotFoundError, SafeRoute
 from rondo.server.runs import DetachedRunRequest, respond, start_run
-from rondo.server.state import ServerState, server_state
+from rondo.server.state import ServerState, owner, server_state
 from rondo.server.streams import dumps
 from rondo.server.wire import RunOptions, WireFunctionCall, part_json
 from rondo.types import Content, Part
@@ -31,7 +31,7 @@ router = APIRouter(tags=["rondo"], route_class=SafeRoute)
 
 _SESSION = "/apps/{app_name}/users/{user_id}/sessions/{session_id}"
 
-_STREAM_DOC: dict[int | str, dict[str, Any]] = {
+_STREAM_DOC: dict[int | str, dict[str, object]] = {
     200: {
         "content": {"text/event-stream": {}},
         "description": "The run's lifecycle events, one `data: <event JSON>` line each "
@@ -103,7 +103,7 @@ class WirePendingCall(BaseModel):
 
     call_id: str
     tool_name: str
-    args: dict[str, Any] = Field(default_factory=dict[str, Any])
+    args: dict[str, object] = Field(default_factory=dict[str, object])
     kind: Literal["confirmation", "long_running"]
     hint: str = ""
     run_id: str = ""
@@ -116,9 +116,9 @@ class WirePendingCall(BaseModel):
     path: list[str] | None = None
 
 
-def pending_json(call: PendingCall) -> dict[str, Any]:
+def pending_json(call: PendingCall) -> dict[str, object]:
     """`call` in the pending route's JSON (`WirePendingCall`)."""
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "callId": call.call_id,
         "toolName": call.tool_name,
         "args": call.args,
@@ -166,9 +166,9 @@ def answer(call: PendingCall, decision: PendingDecision) -> Part:
     return call.respond(_as_dict(decision.observation))
 
 
-def _as_dict(value: Any) -> dict[str, Any]:
+def _as_dict(value: Any) -> dict[str, object]:
     if isinstance(value, dict):
-        return cast(dict[str, Any], value)
+        return cast(dict[str, object], value)
     return {"result": value}
 
 

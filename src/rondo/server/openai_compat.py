@@ -59,7 +59,7 @@ class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     role: str
-    content: str | list[dict[str, Any]] | None = None
+    content: str | list[dict[str, object]] | None = None
 
 
 class StreamOptions(BaseModel):
@@ -77,7 +77,7 @@ class ChatCompletionRequest(BaseModel):
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
     stream_options: StreamOptions | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: dict[str, object] | None = None
     user: str | None = None
 
 
@@ -120,12 +120,13 @@ def _parts(message: ChatMessage) -> list[Part]:
         if piece.get("type") == "text" and piece.get("text"):
             parts.append(Part(text=str(piece["text"])))
         elif piece.get("type") == "image_url":
-            image = cast(dict[str, Any], piece.get("image_url") or {})
-            if not isinstance(image.get("url"), str):
+            image = cast(dict[str, object], piece.get("image_url") or {})
+            url = image.get("url")
+            if not isinstance(url, str):
                 raise BadRequestError("an image_url part needs its image_url.url")
-            parts.append(_image_part(image["url"]))
+            parts.append(_image_part(url))
         elif piece.get("type") == "file":
-            file = cast(dict[str, Any], piece.get("file") or {})
+            file = cast(dict[str, object], piece.get("file") or {})
             data = file.get("file_data")
             if not isinstance(data, str):
                 raise BadRequestError("a file part needs its file.file_data (a data: URL)")
@@ -204,11 +205,11 @@ class CompletionStream:
         self._started = False
         self._streamed: set[str] = set()
 
-    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
+    def _chunk(self, delta: dict[str, object], finish: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "finish_reason": finish}
         return sse(dumps(self.base("chat.completion.chunk") | {"choices": [choice]}))
 
-    def base(self, kind: str) -> dict[str, Any]:
+    def base(self, kind: str) -> dict[str, object]:
         return {"id": self.id, "object": kind, "created": self.created, "model": self.model}
 
     def _text(self, text: str) -> list[bytes]:
@@ -252,13 +253,15 @@ class CompletionStream:
         frames.append(DONE)
         return frames
 
-    def error(self, exc: BaseException) -> dict[str, Any]:
+    def error(self, exc: BaseException) -> dict[str, object]:
         return {
             "error": {"message": describe(exc), "type": "server_error", "param": None, "code": None}
         }
 
 
-async def _complete(state: ServerState, run: FrontRun, stream: CompletionStream) -> dict[str, Any]:
+async def _complete(
+    state: ServerState, run: FrontRun, stream: CompletionStream
+) -> dict[str, object]:
     """Run to the end (the server's run, as the streamed one); the whole answer as one
     `chat.completion`."""
     text: list[str] = []

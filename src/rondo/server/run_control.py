@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from rondo.server.claims import CANCEL_CHANNEL, CLAIM_TTL
 
 if TYPE_CHECKING:
-    from rondo.server.state import ServerState
+    from rondo.server.session_runs import SessionRuns
 
 __all__ = ["POLL", "cancel_notice", "running_elsewhere", "stop_run"]
 
@@ -29,7 +29,7 @@ POLL = 0.2
 Key = tuple[str, str, str]
 
 
-async def running_elsewhere(state: ServerState, key: Key) -> bool:
+async def running_elsewhere(state: SessionRuns, key: Key) -> bool:
     """Whether another process holds the session's run claim (a run is going on there)."""
     store = state.sessions
     if not store.shared or state.detached.current(*key) is not None:
@@ -38,7 +38,7 @@ async def running_elsewhere(state: ServerState, key: Key) -> bool:
     return await store.run_claimed(app_name=app_name, user_id=user_id, session_id=session_id)
 
 
-async def stop_run(state: ServerState, key: Key, run_id: str | None, reason: str) -> bool:
+async def stop_run(state: SessionRuns, key: Key, run_id: str | None, reason: str) -> bool:
     """Stop the session's running run (only if it is `run_id`, when given) and wait until
     it has stopped; False when no such run was going on."""
     run = state.detached.current(*key)
@@ -61,7 +61,7 @@ async def stop_run(state: ServerState, key: Key, run_id: str | None, reason: str
     return True
 
 
-def cancel_notice(state: ServerState, payload: str) -> None:
+def cancel_notice(state: SessionRuns, payload: str) -> None:
     """Another replica asks to stop a run: cancel it if this process runs it."""
     try:
         notice = json.loads(payload)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response
@@ -28,12 +28,11 @@ from fastapi.responses import Response
 from rondo.events import Event
 from rondo.lifecycle import sse_frame
 from rondo.server.adk_routes import _session_or_404  # pyright: ignore[reportPrivateUsage]
-from rondo.server.auth import owner
 from rondo.server.errors import NotFoundError, RunInProgressError, SafeRoute
 from rondo.server.frames import Format, FrameId, adk_payloads, format_id, parse_id
 from rondo.server.run_control import POLL, running_elsewhere, stop_run
 from rondo.server.runs import DetachedRun
-from rondo.server.state import ServerState
+from rondo.server.state import ServerState, owner
 from rondo.server.streams import dumps, event_stream
 from rondo.sessions.base import Session
 from rondo.sessions.run_log import RunStatus, RunSummary, run_records, runs_of
@@ -43,7 +42,7 @@ __all__ = ["router"]
 router = APIRouter(tags=["rondo"], route_class=SafeRoute)
 
 _RUNS = "/apps/{app_name}/users/{user_id}/sessions/{session_id}/runs"
-_STREAM_DOC: dict[int | str, dict[str, Any]] = {
+_STREAM_DOC: dict[int | str, dict[str, object]] = {
     200: {
         "content": {"text/event-stream": {}},
         "description": "The run's frames after the cursor (`id:` and `data:` lines, as the "
@@ -62,7 +61,7 @@ def _last_log_id(records: list[tuple[int, Event]]) -> FrameId | None:
 
 def _summary_json(
     session_id: str, summary: RunSummary, status: RunStatus, last: FrameId | None, fmt: str
-) -> dict[str, Any]:
+) -> dict[str, object]:
     return {
         "runId": summary.run_id,
         "sessionId": session_id,
@@ -77,11 +76,11 @@ def _summary_json(
 
 async def _describe(
     state: ServerState, session: Session, summaries: list[RunSummary]
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     key = (session.app_name, session.user_id, session.id)
     here = {run.run_id: run for run in state.detached.of_session(key)}
     elsewhere = bool(summaries) and await running_elsewhere(state, key)
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for i, summary in enumerate(summaries):
         run = here.get(summary.run_id)
         status: RunStatus = summary.status
@@ -108,7 +107,7 @@ async def list_runs(app_name: str, user_id: str, session_id: str, request: Reque
 
 async def _one(
     state: ServerState, app_name: str, user_id: str, session_id: str, run_id: str
-) -> dict[str, Any]:
+) -> dict[str, object]:
     session = await _session_or_404(state, app_name, user_id, session_id)
     summaries = runs_of(session.events, session.pending)
     described = await _describe(state, session, summaries)
@@ -120,7 +119,7 @@ async def _one(
     return found
 
 
-def _rewound_run(session: Session, run_id: str) -> dict[str, Any] | None:
+def _rewound_run(session: Session, run_id: str) -> dict[str, object] | None:
     """A run a rewind hid (a `rollback`, a rewind before it): it stays answerable, as
     `cancelled` — its records are in `…/rewound` — so a client polling it learns it ended."""
     summary = next((s for s in runs_of(session.rewound, []) if s.run_id == run_id), None)

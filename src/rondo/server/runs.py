@@ -39,7 +39,7 @@ from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import Field
 from starlette.responses import Response
@@ -53,17 +53,19 @@ from rondo.server.errors import BadRequestError, NotFoundError
 from rondo.server.files import check_files, has_files
 from rondo.server.frames import Format, FrameId, Numbering
 from rondo.server.multitask import Multitask, take_with
+from rondo.server.session_runs import SessionRuns
 from rondo.server.streams import REFUSALS, dumps, event_stream
 from rondo.server.wire import RunAgentRequest
 from rondo.sessions.run_log import CANCELLED, RunStatus, cut_calls, run_records
 from rondo.types import Content, FunctionResponse, Part
 
 if TYPE_CHECKING:
-    from rondo.server.state import ServerState
+    from rondo.server.discovery import AppRegistry
 
 __all__ = [
     "DetachedRun",
     "DetachedRunRequest",
+    "RunHost",
     "RunRegistry",
     "RunRequest",
     "collect",
@@ -73,6 +75,16 @@ __all__ = [
 ]
 
 logger = logging.getLogger("rondo.server")
+
+
+class RunHost(SessionRuns, Protocol):
+    """What starting a run reads of the server state (`ServerState`): the apps, and the
+    registry it adds the run to."""
+
+    @property
+    def apps(self) -> AppRegistry: ...
+    @property
+    def detached(self) -> RunRegistry: ...
 
 
 class DetachedRunRequest(RunAgentRequest):
@@ -107,7 +119,7 @@ class RunRequest:
     user_id: str
     session_id: str
     message: Content | None
-    state_delta: dict[str, Any] | None
+    state_delta: dict[str, object] | None
     config: RunConfig
     release: Callable[[], Awaitable[None]]
     on_disconnect: str = "continue"
@@ -128,7 +140,7 @@ _PLAIN = RunConfig()
 
 
 async def start_run(
-    state: ServerState,
+    state: RunHost,
     who: str | None,
     body: RunAgentRequest,
     *,
@@ -178,7 +190,7 @@ async def start_run(
     )
 
 
-async def collect(state: ServerState, request: RunRequest) -> list[Event]:
+async def collect(state: RunHost, request: RunRequest) -> list[Event]:
     """Run to the end and return its records (for `/run`); the run is detached like the
     streamed ones, so a client that leaves does not cut it short."""
     run = await launch(state, request, observe=False)
@@ -211,7 +223,7 @@ class DetachedRun:
     stop_reason: str | None = None
     done: bool = False
     base: int = 0  # the ordinal of the run's last record before its first item
-    _items: list[Any] = field(default_factory=list[Any])
+    _items: list[object] = field(default_factory=list[object])
     _invocations: dict[str, None] = field(default_factory=dict[str, None])
     # Subscribers waiting for the next item: a future each, made only when one waits.
     _waiting: list[asyncio.Future[None]] = field(default_factory=list[asyncio.Future[None]])
@@ -487,7 +499,7 @@ class RunRegistry:
 
 
 async def launch(
-    state: ServerState, request: RunRequest, *, observe: bool, fmt: Format | None = None
+    state: RunHost, request: RunRequest, *, observe: bool, fmt: Format | None = None
 ) -> DetachedRun:
     """Start `request` as a detached run and wait for its first item. A run that cannot
     start (a refusal: gone session, busy session…) raises its error; one that fails later
@@ -513,7 +525,7 @@ async def launch(
 
 
 async def respond(
-    state: ServerState, request: RunRequest, fmt: Format, *, background: bool = False
+    state: RunHost, request: RunRequest, fmt: Format, *, background: bool = False
 ) -> Response:
     """A run route's answer: the run's SSE stream in `fmt`, or with `background` a 202
     `{"runId": ...}` as soon as the run has started (it then runs with the lifecycle view

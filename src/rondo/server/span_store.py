@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 
@@ -33,7 +33,7 @@ _USER = "rondo.user_id"
 _EVENT = "gcp.vertex.agent.event_id"
 
 
-def span_json(span: ReadableSpan) -> dict[str, Any]:
+def span_json(span: ReadableSpan) -> dict[str, object]:
     """One span as google-adk's session trace route answers it (ADK 2.x's `WebUiSpan`)."""
     context = span.get_span_context()
     parent = span.parent

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from fastapi import Request
 
+from rondo.server.auth import USER_KEY, authorize
 from rondo.server.claims import SessionClaims
 from rondo.server.run_control import cancel_notice
 from rondo.server.runs import RunRegistry
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from rondo.server.span_store import SpanStore
     from rondo.sessions.base import BaseSessionService
 
-__all__ = ["ServerState", "server_state"]
+__all__ = ["ServerState", "owner", "server_state"]
 
 
 @dataclass
@@ -44,3 +45,9 @@ class ServerState:
 
 def server_state(request: Request) -> ServerState:
     return request.app.state.rondo
+
+
+def owner(request: Request, user_id: str) -> ServerState:
+    """The server state, once the caller may act as the path's `user_id` (else 403)."""
+    authorize(request.scope.get(USER_KEY), user_id)
+    return server_state(request)

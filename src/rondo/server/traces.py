@@ -58,7 +58,7 @@ def _user(request: Request, user_id: str | None) -> str | None:
 @router.get("/dev/apps/{app_name}/debug/trace/session/{session_id}")
 async def session_trace(
     request: Request, app_name: str, session_id: str, user_id: str | None = None
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """The spans of a session's runs (ADK's Trace tab); `[]` when tracing is off.
 
     With tokens, another user's session (or an unknown one: the answer must not tell them
@@ -78,7 +78,7 @@ async def session_trace(
 @router.get("/dev/apps/{app_name}/debug/trace/{event_id}")
 async def event_trace(
     request: Request, app_name: str, event_id: str, user_id: str | None = None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The attributes of the span that produced an event, with its trace and span ids."""
     store = _store(request)
     user = _user(request, user_id)

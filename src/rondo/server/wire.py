@@ -82,16 +82,16 @@ class _Wire(BaseModel):
 
 class WireFunctionCall(_Wire):
     id: str | None = None
-    args: dict[str, Any] | None = None
+    args: dict[str, object] | None = None
     name: str | None = None
-    partial_args: list[dict[str, Any]] | None = None
+    partial_args: list[dict[str, object]] | None = None
     will_continue: bool | None = None
 
 
 class WireFunctionResponse(_Wire):
     id: str | None = None
     name: str | None = None
-    response: dict[str, Any] | None = None
+    response: dict[str, object] | None = None
     will_continue: bool | None = None
 
 
@@ -197,7 +197,7 @@ def _response(response: WireFunctionResponse) -> FunctionResponse:
     )
 
 
-def _snake_keys(data: dict[str, Any]) -> dict[str, Any]:
+def _snake_keys(data: dict[str, object]) -> dict[str, object]:
     return {"json_path" if k == "jsonPath" else k: v for k, v in data.items()}
 
 
@@ -244,12 +244,12 @@ class RunAgentRequest(_Body):
     streaming: bool = Field(
         default=False, description="Stream the model's output: partial events as they come."
     )
-    state_delta: dict[str, Any] | None = None
+    state_delta: dict[str, object] | None = None
     # Accepted for ADK clients. rondo resumes a paused run from the answers themselves, so
     # these need no handling; custom metadata has no place in rondo's run config yet.
     function_call_event_id: str | None = None
     invocation_id: str | None = None
-    custom_metadata: dict[str, Any] | None = None
+    custom_metadata: dict[str, object] | None = None
     run_config: RunOptions | None = Field(
         default=None,
         description="rondo's run options, named as google-adk's RunConfig fields (ADK's own "
@@ -261,20 +261,20 @@ class CreateSessionRequest(_Body):
     session_id: str | None = Field(
         default=None, description="The id of the new session (a random one when omitted)."
     )
-    state: dict[str, Any] | None = Field(default=None, description="The initial state.")
-    events: list[dict[str, Any]] | None = Field(
+    state: dict[str, object] | None = Field(default=None, description="The initial state.")
+    events: list[dict[str, object]] | None = Field(
         default=None, description="Not supported by rondo: restoring events is refused (400)."
     )
 
 
 class UpdateSessionRequest(_Body):
-    state_delta: dict[str, Any]
+    state_delta: dict[str, object]
 
 
 class SaveArtifactRequest(_Body):
     filename: str = Field(description="Artifact name (may hold '/', never '..', '\\' or NUL).")
     artifact: WirePart
-    custom_metadata: dict[str, Any] | None = None
+    custom_metadata: dict[str, object] | None = None
 
 
 # -- response documentation (the projections below build the same shapes) -----------------
@@ -292,15 +292,15 @@ class WireToolConfirmation(_Doc):
 
 class WireEventActions(_Doc):
     skip_summarization: bool | None = None
-    state_delta: dict[str, Any] = Field(default_factory=dict[str, Any])
+    state_delta: dict[str, object] = Field(default_factory=dict[str, object])
     artifact_delta: dict[str, int] = Field(default_factory=dict[str, int])
     transfer_to_agent: str | None = None
     escalate: bool | None = None
-    requested_auth_configs: dict[str, Any] = Field(default_factory=dict[str, Any])
+    requested_auth_configs: dict[str, object] = Field(default_factory=dict[str, object])
     requested_tool_confirmations: dict[str, WireToolConfirmation] = Field(
         default_factory=dict[str, WireToolConfirmation]
     )
-    compaction: dict[str, Any] | None = None
+    compaction: dict[str, object] | None = None
 
 
 class WireNodeInfo(_Doc):
@@ -317,10 +317,10 @@ class WireEvent(_Doc):
     error_code: str | None = None
     error_message: str | None = None
     interrupted: bool | None = None
-    custom_metadata: dict[str, Any] | None = None
+    custom_metadata: dict[str, object] | None = None
     usage_metadata: dict[str, int] | None = None
-    input_transcription: dict[str, Any] | None = None
-    output_transcription: dict[str, Any] | None = None
+    input_transcription: dict[str, object] | None = None
+    output_transcription: dict[str, object] | None = None
     invocation_id: str = ""
     author: str = ""
     actions: WireEventActions = Field(default_factory=WireEventActions)
@@ -337,7 +337,7 @@ class WireSession(_Doc):
     id: str
     app_name: str
     user_id: str
-    state: dict[str, Any] = Field(default_factory=dict[str, Any])
+    state: dict[str, object] = Field(default_factory=dict[str, object])
     events: list[WireEvent] = Field(default_factory=list[WireEvent])
     last_update_time: float = 0.0
 
@@ -345,7 +345,7 @@ class WireSession(_Doc):
 class ArtifactVersion(_Doc):
     version: int
     canonical_uri: str
-    custom_metadata: dict[str, Any] = Field(default_factory=dict[str, Any])
+    custom_metadata: dict[str, object] = Field(default_factory=dict[str, object])
     create_time: float
     mime_type: str | None = None
 
@@ -364,9 +364,9 @@ class ListAppsResponse(_Doc):
 # -- projections --------------------------------------------------------------------------
 
 
-def part_json(part: Part) -> dict[str, Any]:
+def part_json(part: Part) -> dict[str, object]:
     """A `Part` in ADK's JSON."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     if part.text is not None:
         out["text"] = part.text
     if part.thought:
@@ -378,7 +378,7 @@ def part_json(part: Part) -> dict[str, Any]:
         out["functionCall"] = _call_json(call)
     response = part.function_response
     if response is not None:
-        wire: dict[str, Any] = {}
+        wire: dict[str, object] = {}
         if response.id is not None:
             wire["id"] = response.id
         wire["name"] = response.name
@@ -403,8 +403,8 @@ def part_json(part: Part) -> dict[str, Any]:
     return out
 
 
-def _call_json(call: FunctionCall) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _call_json(call: FunctionCall) -> dict[str, object]:
+    out: dict[str, object] = {}
     if call.id is not None:
         out["id"] = call.id
     out["args"] = call.args
@@ -418,32 +418,32 @@ def _call_json(call: FunctionCall) -> dict[str, Any]:
     return out
 
 
-def _blob_json(blob: Blob) -> dict[str, Any]:
-    out: dict[str, Any] = {"data": _b64encode(blob.data)}
+def _blob_json(blob: Blob) -> dict[str, object]:
+    out: dict[str, object] = {"data": _b64encode(blob.data)}
     if blob.display_name is not None:
         out["displayName"] = blob.display_name
     out["mimeType"] = blob.mime_type
     return out
 
 
-def _drop_none(data: dict[str, Any]) -> dict[str, Any]:
+def _drop_none(data: dict[str, object]) -> dict[str, object]:
     return {k: v for k, v in data.items() if v is not None}
 
 
-def content_json(content: Content) -> dict[str, Any]:
+def content_json(content: Content) -> dict[str, object]:
     """A `Content` in ADK's JSON."""
     return {"parts": [part_json(p) for p in content.parts], "role": content.role}
 
 
-def _confirmation_json(confirmation: ToolConfirmation) -> dict[str, Any]:
-    out: dict[str, Any] = {"hint": confirmation.hint, "confirmed": confirmation.confirmed}
+def _confirmation_json(confirmation: ToolConfirmation) -> dict[str, object]:
+    out: dict[str, object] = {"hint": confirmation.hint, "confirmed": confirmation.confirmed}
     if confirmation.payload is not None:
         out["payload"] = confirmation.payload
     return out
 
 
-def _actions_json(actions: EventActions) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _actions_json(actions: EventActions) -> dict[str, object]:
+    out: dict[str, object] = {}
     if actions.skip_summarization is not None:
         out["skipSummarization"] = actions.skip_summarization
     out["stateDelta"] = actions.state_delta
@@ -520,9 +520,9 @@ def adk_finish_reason(reason: str) -> str:
     return upper if upper in _GENAI_FINISH else "OTHER"
 
 
-def event_json(event: Event) -> dict[str, Any]:
+def event_json(event: Event) -> dict[str, object]:
     """An `Event` in ADK's JSON, keys in ADK's order, nothing null."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     if event.content is not None:
         out["content"] = content_json(event.content)
     if event.partial:
@@ -569,7 +569,7 @@ def _has_call(event: Event) -> bool:
     return content is not None and any(p.function_call is not None for p in content.parts)
 
 
-def session_json(session: Session, *, events: bool = True) -> dict[str, Any]:
+def session_json(session: Session, *, events: bool = True) -> dict[str, object]:
     """A session in ADK's JSON; `events=False` for listings (ADK lists them empty)."""
     return {
         "id": session.id,

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import zlib
 from functools import partial
-from typing import Any
 
 from rondo.sessions._sqlengine import Database, Executor, Sql
 from rondo.sessions.base import ClaimResult
@@ -103,7 +102,7 @@ class RunClaims:
 
     async def renew(self, owners: list[str], ttl: float) -> int:
         """Extend the claims of `owners` by `ttl` seconds; how many were still theirs."""
-        values: dict[str, Any] = {"owners": owners, "ttl": float(ttl)}
+        values: dict[str, object] = {"owners": owners, "ttl": float(ttl)}
         return await self._db.write(partial(_execute, stmt=self._renew, values=values), single=True)
 
     async def release(self, key: tuple[str, str, str], owner: str) -> None:
@@ -116,23 +115,23 @@ class RunClaims:
         """Whether a live claim holds the session."""
         await self._table()
         app, user, sid = key
-        values: dict[str, Any] = {"app": app, "user": user, "sid": sid}
+        values: dict[str, object] = {"app": app, "user": user, "sid": sid}
         return bool(await self._db.read(partial(_fetch, stmt=self._held, values=values)))
 
     async def notify(self, channel: str, payload: str) -> None:
         """`pg_notify`: delivered to every connection listening on `channel`, on commit."""
-        values: dict[str, Any] = {"channel": channel, "payload": payload}
+        values: dict[str, object] = {"channel": channel, "payload": payload}
         await self._db.write(partial(_fetch, stmt=_NOTIFY, values=values), single=True)
 
 
-def _values(key: tuple[str, str, str], owner: str, ttl: float) -> dict[str, Any]:
+def _values(key: tuple[str, str, str], owner: str, ttl: float) -> dict[str, object]:
     app, user, sid = key
     return {"app": app, "user": user, "sid": sid, "owner": owner, "ttl": float(ttl)}
 
 
-async def _fetch(ex: Executor, *, stmt: Sql, values: dict[str, Any]) -> list[Any]:
+async def _fetch(ex: Executor, *, stmt: Sql, values: dict[str, object]) -> list[object]:
     return list(await ex.fetch(stmt, values))
 
 
-async def _execute(ex: Executor, *, stmt: Sql, values: dict[str, Any]) -> int:
+async def _execute(ex: Executor, *, stmt: Sql, values: dict[str, object]) -> int:
     return await ex.execute(stmt, values)

@@ -81,7 +81,7 @@ Transaction = Callable[["Executor"], Coroutine[Any, Any, T]]
 # Upgrades one component's schema from version n to n + 1, inside one transaction.
 Migration = Callable[["Executor"], Awaitable[None]]
 
-_NO_VALUES: Mapping[str, Any] = {}
+_NO_VALUES: Mapping[str, object] = {}
 
 
 def default_sqlite_url(path: str | os.PathLike[str] = DEFAULT_SQLITE_PATH) -> str:
@@ -130,12 +130,12 @@ class Executor(Protocol):
     def dialect(self) -> Dialect: ...
 
     async def fetch(
-        self, stmt: Sql, values: Mapping[str, Any] = _NO_VALUES
+        self, stmt: Sql, values: Mapping[str, object] = _NO_VALUES
     ) -> Sequence[Sequence[Any]]:
         """The rows the statement returns."""
         ...
 
-    async def execute(self, stmt: Sql, values: Mapping[str, Any] = _NO_VALUES) -> int:
+    async def execute(self, stmt: Sql, values: Mapping[str, object] = _NO_VALUES) -> int:
         """Run the statement; the number of rows it changed."""
         ...
 
@@ -154,11 +154,11 @@ class _SqliteExecutor:
         self.cursor = cursor
 
     async def fetch(
-        self, stmt: Sql, values: Mapping[str, Any] = _NO_VALUES
+        self, stmt: Sql, values: Mapping[str, object] = _NO_VALUES
     ) -> Sequence[Sequence[Any]]:
         return self.cursor.execute(stmt.text, values).fetchall()
 
-    async def execute(self, stmt: Sql, values: Mapping[str, Any] = _NO_VALUES) -> int:
+    async def execute(self, stmt: Sql, values: Mapping[str, object] = _NO_VALUES) -> int:
         return self.cursor.execute(stmt.text, values).rowcount
 
     async def script(self, sql: str) -> None:
@@ -173,11 +173,11 @@ class _AiosqliteExecutor:
         self.conn = conn
 
     async def fetch(
-        self, stmt: Sql, values: Mapping[str, Any] = _NO_VALUES
+        self, stmt: Sql, values: Mapping[str, object] = _NO_VALUES
     ) -> Sequence[Sequence[Any]]:
         return await self.conn.execute_fetchall(stmt.text, values)
 
-    async def execute(self, stmt: Sql, values: Mapping[str, Any] = _NO_VALUES) -> int:
+    async def execute(self, stmt: Sql, values: Mapping[str, object] = _NO_VALUES) -> int:
         cursor = await self.conn.execute(stmt.text, values)
         changed: int = cursor.rowcount
         await cursor.close()
@@ -195,11 +195,11 @@ class _PostgresExecutor:
         self.conn = conn
 
     async def fetch(
-        self, stmt: Sql, values: Mapping[str, Any] = _NO_VALUES
+        self, stmt: Sql, values: Mapping[str, object] = _NO_VALUES
     ) -> Sequence[Sequence[Any]]:
         return await self.conn.fetch(stmt.pg, *[values[n] for n in stmt.names])
 
-    async def execute(self, stmt: Sql, values: Mapping[str, Any] = _NO_VALUES) -> int:
+    async def execute(self, stmt: Sql, values: Mapping[str, object] = _NO_VALUES) -> int:
         status: str = await self.conn.execute(stmt.pg, *[values[n] for n in stmt.names])
         count = status.rpartition(" ")[2]  # "INSERT 0 1", "UPDATE 3", "DELETE 0"
         return int(count) if count.isdigit() else 0
@@ -249,7 +249,7 @@ def open_database(
     *,
     sqlite_synchronous: str = "NORMAL",
     pool_size: int = 10,
-    connect_args: Mapping[str, Any] | None = None,
+    connect_args: Mapping[str, object] | None = None,
 ) -> Database:
     """The database a URL (or a SQLite file path) names, on the driver it names."""
     args = dict(connect_args or {})

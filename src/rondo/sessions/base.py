@@ -17,7 +17,7 @@ from typing import Any, Literal, cast, overload
 
 from rondo._frozen import ReadOnlyDict
 from rondo.errors import InvalidIdError, InvalidMessageError
-from rondo.events import Event, PendingCall
+from rondo.events import Event, NestedPauseEntry, PendingCall
 from rondo.types import FunctionCall
 
 __all__ = [
@@ -240,7 +240,7 @@ class Session:
     id: str
     app_name: str
     user_id: str
-    state: dict[str, Any] = field(default_factory=dict[str, Any])
+    state: dict[str, object] = field(default_factory=dict[str, object])
     events: EventsView = field(default_factory=lambda: EventsView(EventLog()))
     pending: list[PendingCall] = field(default_factory=list[PendingCall])
     version: int = 0
@@ -270,9 +270,9 @@ class Session:
         self.version = version
         self.last_update_time = event.timestamp
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """A JSON-ready projection of the handle."""
-        data: dict[str, Any] = {
+        data: dict[str, object] = {
             "id": self.id,
             "app_name": self.app_name,
             "user_id": self.user_id,
@@ -310,12 +310,12 @@ class ListSessionsResponse:
 
 
 def split_state_delta(
-    delta: Mapping[str, Any],
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    delta: Mapping[str, object],
+) -> tuple[dict[str, object], dict[str, object], dict[str, object]]:
     """Split a delta into (app, user, session) parts; `temp:` keys are dropped (SPEC R3)."""
-    app: dict[str, Any] = {}
-    user: dict[str, Any] = {}
-    sess: dict[str, Any] = {}
+    app: dict[str, object] = {}
+    user: dict[str, object] = {}
+    sess: dict[str, object] = {}
     for key, value in delta.items():
         if key.startswith(APP_PREFIX):
             app[key] = value
@@ -398,7 +398,7 @@ def apply_pending(pending: list[PendingCall], event: Event) -> list[PendingCall]
     return pending
 
 
-def _nested_pending(event: Event, waiting: list[dict[str, Any]]) -> list[PendingCall]:
+def _nested_pending(event: Event, waiting: list[NestedPauseEntry]) -> list[PendingCall]:
     """H4: what a nested-pause record lists on its session: each call the nested run waits
     on, under the top run's ids, with the path through the call that waits on it."""
     listed: list[PendingCall] = []
@@ -457,7 +457,7 @@ class BaseSessionService(abc.ABC):
         app_name: str,
         user_id: str,
         session_id: str | None = None,
-        state: Mapping[str, Any] | None = None,
+        state: Mapping[str, object] | None = None,
     ) -> Session:
         """Create a session; `app:`/`user:` keys of `state` go to their scopes."""
 
@@ -512,7 +512,7 @@ class BaseSessionService(abc.ABC):
 
     async def created_state(
         self, *, app_name: str, user_id: str, session_id: str
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, object] | None:
         """The session-scope state the session was created with (a rewind restores it), or
         None when this store does not keep it."""
         return None

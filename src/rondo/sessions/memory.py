@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from rondo._state_values import check_state_delta
 from rondo.errors import (
@@ -38,11 +37,11 @@ __all__ = ["InMemorySessionService", "SessionExistsError"]
 @dataclass
 class _Stored:
     log: EventLog
-    state: dict[str, Any]
+    state: dict[str, object]
     version: int
     last_update_time: float
     pending: list[PendingCall] = field(default_factory=list[PendingCall])
-    created: dict[str, Any] = field(default_factory=dict[str, Any])
+    created: dict[str, object] = field(default_factory=dict[str, object])
     # Issue 21.5: once the log holds a rewind, readers see `visible` (rebuilt when `version`
     # moves past the one it was built at; appends through its handles keep it current).
     rewinds: int = 0
@@ -81,10 +80,10 @@ class InMemorySessionService(BaseSessionService):
 
     def __init__(self) -> None:
         self._sessions: dict[tuple[str, str, str], _Stored] = {}
-        self._app_state: dict[str, dict[str, Any]] = {}
-        self._user_state: dict[tuple[str, str], dict[str, Any]] = {}
+        self._app_state: dict[str, dict[str, object]] = {}
+        self._user_state: dict[tuple[str, str], dict[str, object]] = {}
 
-    def _merged_state(self, app_name: str, user_id: str, stored: _Stored) -> dict[str, Any]:
+    def _merged_state(self, app_name: str, user_id: str, stored: _Stored) -> dict[str, object]:
         return {
             **self._app_state.get(app_name, {}),
             **self._user_state.get((app_name, user_id), {}),
@@ -113,7 +112,7 @@ class InMemorySessionService(BaseSessionService):
         app_name: str,
         user_id: str,
         session_id: str | None = None,
-        state: Mapping[str, Any] | None = None,
+        state: Mapping[str, object] | None = None,
     ) -> Session:
         check_scope(app_name, user_id)
         session_id = uuid.uuid4().hex if session_id is None else check_session_id(session_id)
@@ -235,7 +234,7 @@ class InMemorySessionService(BaseSessionService):
 
     async def created_state(
         self, *, app_name: str, user_id: str, session_id: str
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, object] | None:
         stored = self._sessions.get((app_name, user_id, session_id))
         return None if stored is None else dict(stored.created)
 

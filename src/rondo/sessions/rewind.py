@@ -13,7 +13,6 @@ sessions and are not rewound (google-adk does the same).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from rondo._frozen import ReadOnlyDict
 from rondo._ids import new_invocation_id
@@ -86,11 +85,11 @@ def first_index(events: Sequence[Event], invocation_id: str) -> int:
     )
 
 
-def _session_scope(state: Mapping[str, Any]) -> dict[str, Any]:
+def _session_scope(state: Mapping[str, object]) -> dict[str, object]:
     return {k: v for k, v in state.items() if not k.startswith(_SHARED)}
 
 
-def state_at(created: Mapping[str, Any], events: Sequence[Event]) -> dict[str, Any]:
+def state_at(created: Mapping[str, object], events: Sequence[Event]) -> dict[str, object]:
     """The session-scope state after `events`, starting from the state it was created with
     (a rewind record's `None` removes a key)."""
     state = _session_scope(created)
@@ -109,10 +108,12 @@ def state_at(created: Mapping[str, Any], events: Sequence[Event]) -> dict[str, A
     return state
 
 
-def rewind_state_delta(target: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Any]:
+def rewind_state_delta(
+    target: Mapping[str, object], current: Mapping[str, object]
+) -> dict[str, object]:
     """The delta that turns the session scope of `current` into `target` (`None` removes)."""
     now = _session_scope(current)
-    delta: dict[str, Any] = {k: v for k, v in target.items() if k not in now or now[k] != v}
+    delta: dict[str, object] = {k: v for k, v in target.items() if k not in now or now[k] != v}
     delta.update({k: None for k in now if k not in target})
     return delta
 

@@ -318,7 +318,7 @@ def _refuse(session_id: str, stored: int | None, read_at: int) -> None:
         _raise_stale(session_id, stored, read_at)
 
 
-async def _fetch(ex: Executor, stmt: Sql, values: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+async def _fetch(ex: Executor, stmt: Sql, values: Mapping[str, object]) -> Sequence[Sequence[Any]]:
     return await ex.fetch(stmt, values)
 
 
@@ -343,7 +343,7 @@ class SqlSessionService(BaseSessionService):
         table_prefix: str = "rondo_",
         sqlite_synchronous: str = "NORMAL",
         pool_size: int = 10,
-        connect_args: Mapping[str, Any] | None = None,
+        connect_args: Mapping[str, object] | None = None,
     ) -> None:
         self._db = open_database(
             url if url is not None else default_sqlite_url(),
@@ -577,7 +577,7 @@ class SqlSessionService(BaseSessionService):
         app_name: str,
         user_id: str,
         session_id: str | None = None,
-        state: Mapping[str, Any] | None = None,
+        state: Mapping[str, object] | None = None,
     ) -> Session:
         check_scope(app_name, user_id)
         session_id = uuid.uuid4().hex if session_id is None else check_session_id(session_id)

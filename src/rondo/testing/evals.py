@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rondo._sync import run_coroutine_sync
 
@@ -31,7 +31,7 @@ def _agent(agent: BaseAgent | str | Path) -> BaseAgent:
 
 
 def _config(
-    config: EvalConfig | Mapping[str, Any] | str | Path | None, eval_set: Path
+    config: EvalConfig | Mapping[str, object] | str | Path | None, eval_set: Path
 ) -> EvalConfig:
     from rondo.evaluation import EvalConfig, config_beside, load_eval_config, parse_eval_config
 
@@ -47,9 +47,9 @@ def _config(
 async def evaluate_async(
     agent: BaseAgent | str | Path,
     eval_set: str | Path,
-    config: EvalConfig | Mapping[str, Any] | str | Path | None = None,
+    config: EvalConfig | Mapping[str, object] | str | Path | None = None,
     *,
-    initial_session: Mapping[str, Any] | None = None,
+    initial_session: Mapping[str, object] | None = None,
     judge: JudgeResolver | Model | None = None,
 ) -> EvalReport:
     """Run the eval set at `eval_set` against `agent` and return the report.
@@ -69,9 +69,9 @@ async def evaluate_async(
 def evaluate(
     agent: BaseAgent | str | Path,
     eval_set: str | Path,
-    config: EvalConfig | Mapping[str, Any] | str | Path | None = None,
+    config: EvalConfig | Mapping[str, object] | str | Path | None = None,
     *,
-    initial_session: Mapping[str, Any] | None = None,
+    initial_session: Mapping[str, object] | None = None,
     judge: JudgeResolver | Model | None = None,
 ) -> EvalReport:
     """`evaluate_async` from sync code (a running event loop is fine too)."""

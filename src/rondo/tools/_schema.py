@@ -5,8 +5,8 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
@@ -19,20 +19,28 @@ __all__ = ["FunctionSignature", "clean_schema", "format_validation_error"]
 def clean_schema(schema: Any) -> Any:
     """Drop pydantic's `title` noise; keep property *names* that happen to be "title"."""
     if isinstance(schema, dict):
-        out: dict[str, Any] = {}
-        for key, value in typing.cast(dict[str, Any], schema).items():
+        out: dict[str, object] = {}
+        for key, value in typing.cast(dict[str, object], schema).items():
             if key == "title" and isinstance(value, str):
                 continue
             if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
                 out[key] = {
-                    k: clean_schema(v) for k, v in typing.cast(dict[str, Any], value).items()
+                    k: clean_schema(v) for k, v in typing.cast(dict[str, object], value).items()
                 }
             else:
                 out[key] = clean_schema(value)
         return out
     if isinstance(schema, list):
-        return [clean_schema(v) for v in typing.cast(list[Any], schema)]
+        return [clean_schema(v) for v in typing.cast(list[object], schema)]
     return schema
+
+
+def argument_names(parameters: Mapping[str, object]) -> list[str]:
+    """The argument names a JSON schema of a call's arguments declares (its `properties`)."""
+    properties = parameters.get("properties")
+    if not isinstance(properties, Mapping):
+        return []
+    return [str(name) for name in cast(Mapping[object, object], properties)]
 
 
 def format_validation_error(exc: ValidationError, allowed: list[str]) -> str:
@@ -83,7 +91,7 @@ class FunctionSignature:
 
     __slots__ = ("context_param", "description", "model", "param_names", "parameters")
 
-    def __init__(self, func: Callable[..., Any], tool_name: str, context_type: type) -> None:
+    def __init__(self, func: Callable[..., object], tool_name: str, context_type: type) -> None:
         try:
             sig = inspect.signature(func)
         except (TypeError, ValueError) as exc:
@@ -132,10 +140,10 @@ class FunctionSignature:
             raise ToolDefinitionError(
                 f"tool {tool_name!r}: its parameters cannot be described as JSON schema: {exc}"
             ) from exc
-        self.parameters: dict[str, Any] = clean_schema(schema)
+        self.parameters: dict[str, object] = clean_schema(schema)
         self.parameters.setdefault("properties", {})
 
-    def validate(self, args: dict[str, Any]) -> dict[str, Any]:
+    def validate(self, args: dict[str, object]) -> dict[str, object]:
         """Validate (lax mode) and return keyword arguments; bad input → ToolArgumentsError."""
         try:
             validated = self.model.model_validate(args)

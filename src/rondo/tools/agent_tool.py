@@ -25,14 +25,14 @@ from rondo.events import Event, PendingCall
 from rondo.lifecycle import TaskEvent
 from rondo.models.base import FunctionDeclaration
 from rondo.sessions.base import apply_pending, nested_session_id, waiting_calls
-from rondo.tools._schema import format_validation_error
+from rondo.tools._schema import argument_names, format_validation_error
 from rondo.tools.base import BaseTool
 from rondo.types import Content, Part
 
 if TYPE_CHECKING:
-    from rondo.agents.base import BaseAgent
-    from rondo.agents.llm import Agent
-    from rondo.context import ToolContext
+    from pydantic import TypeAdapter
+
+    from rondo.context import AgentNode, ToolContext
 
 __all__ = [
     "FINISH_TASK",
@@ -50,7 +50,7 @@ NO_REPLIES = (
     "Complete the task using only the information provided above."
 )
 
-_REQUEST_SCHEMA: dict[str, Any] = {
+_REQUEST_SCHEMA: dict[str, object] = {
     "type": "object",
     "properties": {
         "request": {
@@ -62,7 +62,7 @@ _REQUEST_SCHEMA: dict[str, Any] = {
 }
 
 
-def _request_text(args: dict[str, Any]) -> str:
+def _request_text(args: dict[str, object]) -> str:
     request = args.get("request")
     unknown = sorted(set(args) - {"request"})
     if unknown or not isinstance(request, str) or not request.strip():
@@ -91,7 +91,7 @@ def _failure(events: list[Event], author: str) -> str | None:
     return None
 
 
-def _result_of(agent: BaseAgent, events: list[Event]) -> dict[str, Any]:
+def _result_of(agent: AgentNode, events: list[Event]) -> dict[str, object]:
     """The answer a delegated agent gave: finish_task's arguments, or its (validated) text;
     an `{"error": ...}` response when its run ended on an error record."""
     for event in reversed(events):
@@ -105,7 +105,7 @@ def _result_of(agent: BaseAgent, events: list[Event]) -> dict[str, Any]:
 
 
 async def run_in_own_session(
-    agent: BaseAgent,
+    agent: AgentNode,
     request: str,
     tool_context: ToolContext,
     *,
@@ -114,8 +114,8 @@ async def run_in_own_session(
     task_index: int = 1,
     description: str = "",
     is_multitask: bool = False,
-    state: dict[str, Any] | None = None,
-) -> tuple[dict[str, Any] | None, SubRunOutcome]:
+    state: dict[str, object] | None = None,
+) -> tuple[dict[str, object] | None, SubRunOutcome]:
     """Run `agent` on `request` in the nested session `session_id` of the runner's store
     (created on first use; continued when this call is dispatched again), with its own run
     id. Returns its result, or None while it waits on calls of its own (H4).
@@ -158,7 +158,7 @@ async def run_in_own_session(
     return _result_of(agent, outcome.events), outcome
 
 
-def pause_on(tool_context: ToolContext, agent: BaseAgent, outcome: SubRunOutcome) -> None:
+def pause_on(tool_context: ToolContext, agent: AgentNode, outcome: SubRunOutcome) -> None:
     """H4: the call waits on what `agent`'s nested run waits on."""
     tool_context.pause_nested(
         NestedPause(agent=agent.name, pending=outcome.pending, calls=outcome.calls)
@@ -168,7 +168,7 @@ def pause_on(tool_context: ToolContext, agent: BaseAgent, outcome: SubRunOutcome
 class _DelegateTool(BaseTool):
     """A tool named after an agent, taking one `request` string."""
 
-    def __init__(self, agent: BaseAgent, fallback_description: str) -> None:
+    def __init__(self, agent: AgentNode, fallback_description: str) -> None:
         super().__init__(name=agent.name, description=agent.description or fallback_description)
         self._declaration = FunctionDeclaration(
             name=self.name, description=self.description, parameters=_REQUEST_SCHEMA
@@ -185,12 +185,12 @@ class AgentTool(_DelegateTool):
     back to the caller. With `skip_summarization`, its answer ends the caller's turn.
     """
 
-    def __init__(self, agent: BaseAgent, *, skip_summarization: bool = False) -> None:
+    def __init__(self, agent: AgentNode, *, skip_summarization: bool = False) -> None:
         super().__init__(agent, f"Ask the {agent.name} agent.")
         self.agent = agent
         self.skip_summarization = skip_summarization
 
-    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def run(self, args: dict[str, object], tool_context: ToolContext) -> Any:
         request = _request_text(args)
         state = {k: v for k, v in tool_context.state.items() if not k.startswith("temp:")}
         call_id = tool_context.function_call_id or uuid.uuid4().hex
@@ -221,11 +221,11 @@ class TaskTool(_DelegateTool):
 
     yields_events = True
 
-    def __init__(self, agent: BaseAgent) -> None:
+    def __init__(self, agent: AgentNode) -> None:
         super().__init__(agent, f"Delegate a task to the {agent.name} agent.")
         self.agent = agent
 
-    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def run(self, args: dict[str, object], tool_context: ToolContext) -> Any:
         request = _request_text(args)
         parent = tool_context.invocation_context
         scope = tool_context.function_call_id or uuid.uuid4().hex
@@ -281,16 +281,19 @@ class TaskTool(_DelegateTool):
 class FinishTaskTool(BaseTool):
     """`finish_task`: a task agent's last call; its validated arguments are the result."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(
+        self, schema: dict[str, object] | None = None, adapter: TypeAdapter[Any] | None = None
+    ) -> None:
+        """`schema`/`adapter`: the task agent's output schema, as JSON schema and as the
+        adapter that validates its result (None: the result is text)."""
         super().__init__(
             name=FINISH_TASK,
             description="Finish the task: call this once, last, with the task's result.",
         )
-        self.agent = agent
-        schema = agent.output_json_schema
+        self._adapter = adapter
         self._wrapped = schema is None or schema.get("type") != "object"
         if schema is None:
-            parameters: dict[str, Any] = {
+            parameters: dict[str, object] = {
                 "type": "object",
                 "properties": {"result": {"type": "string", "description": "The result."}},
                 "required": ["result"],
@@ -310,17 +313,17 @@ class FinishTaskTool(BaseTool):
     def declaration(self) -> FunctionDeclaration:
         return self._declaration
 
-    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
-        adapter = self.agent.output_adapter
+    async def run(self, args: dict[str, object], tool_context: ToolContext) -> Any:
+        adapter = self._adapter
         if adapter is not None:
             value = args.get("result") if self._wrapped else args
             try:
                 validated = adapter.validate_python(value)
             except ValidationError as exc:
-                allowed = list(self._declaration.parameters.get("properties", {}))
+                allowed = argument_names(self._declaration.parameters)
                 raise ToolArgumentsError(format_validation_error(exc, allowed)) from None
             dumped: Any = adapter.dump_python(validated, mode="json")
-            result: dict[str, Any] = dumped if isinstance(dumped, dict) else {"result": dumped}  # pyright: ignore[reportUnknownVariableType]
+            result: dict[str, object] = dumped if isinstance(dumped, dict) else {"result": dumped}  # pyright: ignore[reportUnknownVariableType]
         else:
             result = {"result": str(args.get("result", ""))}
         # The task is over: this response ends the agent's turn (F2).

@@ -45,7 +45,7 @@ class BaseTool(abc.ABC):
     # resume (keyed by `ToolContext.function_call_id`); False pauses it for a human instead.
     idempotent: bool = True
 
-    def stream(self, args: dict[str, Any], tool_context: ToolContext) -> AsyncIterator[Any]:
+    def stream(self, args: dict[str, object], tool_context: ToolContext) -> AsyncIterator[Any]:
         """The chunks of a streaming tool; only called when `is_streaming` is set."""
         raise ToolDefinitionError(f"{type(self).__name__} is not a streaming tool")
 
@@ -66,15 +66,15 @@ class BaseTool(abc.ABC):
         request.tools[self.name] = self
 
     async def confirmation_gate(
-        self, args: dict[str, Any], tool_context: ToolContext
-    ) -> dict[str, Any] | None:
+        self, args: dict[str, object], tool_context: ToolContext
+    ) -> dict[str, object] | None:
         """H1/H2: the response when this call needs a human's confirmation first — asked
         for (the call waits, not started) or refused (the tool is not run); None to run it.
         Checked after the `before_tool` hooks, before `run`."""
         return None
 
     @abc.abstractmethod
-    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def run(self, args: dict[str, object], tool_context: ToolContext) -> Any:
         """Execute one call. Raise `ToolArgumentsError` for arguments that do not fit."""
 
     def __repr__(self) -> str:

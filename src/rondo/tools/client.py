@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ClientTool"]
 
-_NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}}
+_NO_ARGS: dict[str, object] = {"type": "object", "properties": {}}
 
 
 class ClientTool(BaseTool):
@@ -25,14 +25,14 @@ class ClientTool(BaseTool):
 
     def __init__(self, *, name: str, description: str = "", parameters: Any = None) -> None:
         super().__init__(name=name, description=description, is_long_running=True)
-        schema = cast(dict[str, Any], parameters) if isinstance(parameters, dict) else None
-        self.parameters: dict[str, Any] = schema if schema else dict(_NO_ARGS)
+        schema = cast(dict[str, object], parameters) if isinstance(parameters, dict) else None
+        self.parameters: dict[str, object] = schema if schema else dict(_NO_ARGS)
 
     def declaration(self) -> FunctionDeclaration:
         return FunctionDeclaration(
             name=self.name, description=self.description, parameters=self.parameters
         )
 
-    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> None:
+    async def run(self, args: dict[str, object], tool_context: ToolContext) -> None:
         # No response yet: the client runs it and answers in its next request.
         return None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Callable
-from typing import Any, overload
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, cast, overload
 
 from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError, to_jsonable_python
@@ -29,7 +29,7 @@ __all__ = [
 CONFIRMATION_REQUIRED = "confirmation required"
 
 
-def to_response(value: Any) -> dict[str, Any]:
+def to_response(value: Any) -> dict[str, object]:
     """A tool's return value as a JSON-ready function-response dict."""
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json")
@@ -56,11 +56,11 @@ class FunctionTool(BaseTool):
 
     def __init__(
         self,
-        func: Callable[..., Any],
+        func: Callable[..., object],
         *,
         name: str | None = None,
         description: str | None = None,
-        require_confirmation: bool | Callable[..., Any] = False,
+        require_confirmation: bool | Callable[..., object] = False,
         is_long_running: bool = False,
         idempotent: bool = True,
         timeout: float | None = None,
@@ -94,17 +94,17 @@ class FunctionTool(BaseTool):
         )
 
     @property
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> dict[str, object]:
         return self._signature.parameters
 
     def declaration(self) -> FunctionDeclaration:
         return self._declaration
 
-    def validate_args(self, args: dict[str, Any]) -> dict[str, Any]:
+    def validate_args(self, args: dict[str, object]) -> dict[str, object]:
         """Validated keyword arguments, or `ToolArgumentsError` naming what is wrong."""
         return self._signature.validate(args)
 
-    async def _needs_confirmation(self, kwargs: dict[str, Any]) -> bool:
+    async def _needs_confirmation(self, kwargs: dict[str, object]) -> bool:
         rc = self.require_confirmation
         if callable(rc):
             needed = rc(**kwargs)
@@ -114,8 +114,8 @@ class FunctionTool(BaseTool):
         return bool(rc)
 
     async def confirmation_gate(
-        self, args: dict[str, Any], tool_context: ToolContext
-    ) -> dict[str, Any] | None:
+        self, args: dict[str, object], tool_context: ToolContext
+    ) -> dict[str, object] | None:
         """H1/H2: with `require_confirmation`, the call waits for a human (the response is
         "confirmation required") or, refused, is answered without running."""
         if not self.require_confirmation:
@@ -136,7 +136,7 @@ class FunctionTool(BaseTool):
             return {"error": f"This tool call was rejected by the user.{note}"}
         return None
 
-    async def _run_within_timeout(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def _run_within_timeout(self, args: dict[str, object], tool_context: ToolContext) -> Any:
         try:
             async with asyncio.timeout(self.timeout):
                 return await type(self).run(self, args, tool_context)
@@ -148,31 +148,34 @@ class FunctionTool(BaseTool):
                 f"the tool {self.name!r} did not return within {self.timeout:g} s"
             ) from None
 
-    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def run(self, args: dict[str, object], tool_context: ToolContext) -> Any:
         kwargs = self._signature.validate(args)
         if self._signature.context_param is not None:
             kwargs[self._signature.context_param] = tool_context
         if self.is_streaming:
             return await self._drain(kwargs, tool_context)
         if self._is_async:
-            return await self.func(**kwargs)
+            return await cast(Awaitable[object], self.func(**kwargs))  # a coroutine function
         result = await run_sync_in_thread(self.func, **kwargs)
         if inspect.isawaitable(result):
             result = await result
         return result
 
-    async def _drain(self, kwargs: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def _drain(self, kwargs: dict[str, object], tool_context: ToolContext) -> Any:
         """G5: report each chunk as progress; the response aggregates them (text chunks
         are joined, anything else becomes the list of chunks)."""
-        chunks: list[Any] = []
+        chunks: list[object] = []
         async for chunk in self._chunks(kwargs):
             chunks.append(chunk)
             tool_context.report_progress(chunk)
-        if chunks and all(isinstance(c, str) for c in chunks):
-            return "".join(chunks)
+        texts = [c for c in chunks if isinstance(c, str)]
+        if chunks and len(texts) == len(chunks):
+            return "".join(texts)
         return chunks
 
-    async def stream(self, args: dict[str, Any], tool_context: ToolContext) -> AsyncIterator[Any]:
+    async def stream(
+        self, args: dict[str, object], tool_context: ToolContext
+    ) -> AsyncIterator[Any]:
         """The chunks of a streaming tool (its generator), arguments validated first; no
         confirmation, hooks or progress (the loop calls `run`, which has them)."""
         kwargs = self._signature.validate(args)
@@ -181,12 +184,12 @@ class FunctionTool(BaseTool):
         async for chunk in self._chunks(kwargs):
             yield chunk
 
-    async def _chunks(self, kwargs: dict[str, Any]) -> AsyncIterator[Any]:
+    async def _chunks(self, kwargs: dict[str, object]) -> AsyncIterator[Any]:
         if inspect.isasyncgenfunction(self.func):
-            async for chunk in self.func(**kwargs):
+            async for chunk in cast(AsyncIterator[object], self.func(**kwargs)):
                 yield chunk
             return
-        iterator = iter(self.func(**kwargs))
+        iterator = iter(cast(Iterable[object], self.func(**kwargs)))  # a generator function
         done = object()
         while True:  # a sync generator advances in a worker thread, one chunk at a time
             chunk = await run_sync_in_thread(next, iterator, done)
@@ -202,37 +205,37 @@ class FunctionTool(BaseTool):
 class LongRunningFunctionTool(FunctionTool):
     """A function tool whose result may arrive later: returning None means "no response yet"."""
 
-    def __init__(self, func: Callable[..., Any], **kwargs: Any) -> None:
+    def __init__(self, func: Callable[..., object], **kwargs: Any) -> None:
         kwargs["is_long_running"] = True
         super().__init__(func, **kwargs)
 
 
 @overload
-def tool(func: Callable[..., Any], /) -> FunctionTool: ...
+def tool(func: Callable[..., object], /) -> FunctionTool: ...
 @overload
 def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    require_confirmation: bool | Callable[..., Any] = False,
+    require_confirmation: bool | Callable[..., object] = False,
     is_long_running: bool = False,
     idempotent: bool = True,
     timeout: float | None = None,
-) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+) -> Callable[[Callable[..., object]], FunctionTool]: ...
 def tool(
-    func: Callable[..., Any] | None = None,
+    func: Callable[..., object] | None = None,
     /,
     *,
     name: str | None = None,
     description: str | None = None,
-    require_confirmation: bool | Callable[..., Any] = False,
+    require_confirmation: bool | Callable[..., object] = False,
     is_long_running: bool = False,
     idempotent: bool = True,
     timeout: float | None = None,
-) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+) -> FunctionTool | Callable[[Callable[..., object]], FunctionTool]:
     """Decorator: `@tool` or `@tool(name=..., require_confirmation=True)` → `FunctionTool`."""
 
-    def wrap(f: Callable[..., Any]) -> FunctionTool:
+    def wrap(f: Callable[..., object]) -> FunctionTool:
         return FunctionTool(
             f,
             name=name,

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rondo.context import ToolContext
 from rondo.tools.function import FunctionTool
 
 
-def _exit_loop(tool_context: ToolContext) -> dict[str, Any]:
+def _exit_loop(tool_context: ToolContext) -> dict[str, object]:
     """Call this only when the task is done and the loop should stop."""
     tool_context.actions.escalate = True
     tool_context.actions.skip_summarization = True

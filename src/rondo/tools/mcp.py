@@ -37,7 +37,7 @@ def _import_client() -> Any:
 class _Connection:
     """One MCP client session, entered and left by the task that owns it."""
 
-    def __init__(self, server: Any, client_options: dict[str, Any]) -> None:
+    def __init__(self, server: Any, client_options: dict[str, object]) -> None:
         self._server = server
         self._options = client_options
         self._client: Any = None
@@ -88,10 +88,10 @@ class _Connection:
             await owner
 
 
-def _result_payload(result: Any) -> dict[str, Any]:
+def _result_payload(result: Any) -> dict[str, object]:
     structured = getattr(result, "structured_content", None)
     texts: list[str] = []
-    other: list[Any] = []
+    other: list[object] = []
     blocks: list[Any] = list(getattr(result, "content", None) or [])
     for block in blocks:
         text = getattr(block, "text", None)
@@ -103,7 +103,7 @@ def _result_payload(result: Any) -> dict[str, Any]:
         raise ToolError("\n".join(texts) or "the MCP tool reported an error")
     if isinstance(structured, dict):
         return dict(structured)  # pyright: ignore[reportUnknownArgumentType]
-    payload: dict[str, Any] = {}
+    payload: dict[str, object] = {}
     if texts:
         joined = "\n".join(texts)
         try:
@@ -124,7 +124,7 @@ class MCPTool(BaseTool):
         super().__init__(name=check_tool_name(name), description=tool.description or "")
         self._connection = connection
         self.remote_name: str = tool.name
-        schema: dict[str, Any] = dict(tool.input_schema or {"type": "object", "properties": {}})
+        schema: dict[str, object] = dict(tool.input_schema or {"type": "object", "properties": {}})
         schema.setdefault("properties", {})
         self._declaration = FunctionDeclaration(
             name=self.name, description=self.description, parameters=schema
@@ -133,7 +133,7 @@ class MCPTool(BaseTool):
     def declaration(self) -> FunctionDeclaration:
         return self._declaration
 
-    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def run(self, args: dict[str, object], tool_context: ToolContext) -> Any:
         client = await self._connection.client()
         result = await client.call_tool(self.remote_name, args)
         return _result_payload(result)
@@ -154,7 +154,7 @@ class MCPToolset(BaseToolset):
         tool_filter: Sequence[str] | Callable[[str], bool] | None = None,
         prefix: str | None = None,
         relist_each_step: bool = False,
-        client_options: dict[str, Any] | None = None,
+        client_options: dict[str, object] | None = None,
     ) -> None:
         self._connection = _Connection(server, client_options or {})
         self._filter = tool_filter

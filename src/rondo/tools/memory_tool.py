@@ -6,7 +6,7 @@ with a query, and the Runner's memory service answers.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rondo.context import ToolContext
 from rondo.tools.function import FunctionTool
@@ -23,7 +23,7 @@ MEMORY_INSTRUCTION = (
 )
 
 
-async def _load_memory(query: str, tool_context: ToolContext) -> dict[str, Any]:
+async def _load_memory(query: str, tool_context: ToolContext) -> dict[str, object]:
     """Loads the memories of the current user that match a query.
 
     Args:

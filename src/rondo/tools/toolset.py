@@ -34,5 +34,5 @@ class FunctionToolset(BaseToolset):
         listed: Any = self._provider(ctx)
         if inspect.isawaitable(listed):
             listed = await listed
-        items: Sequence[Any] = listed
+        items: Sequence[object] = listed
         return [as_tool(item) for item in items]

@@ -44,14 +44,14 @@ class TransferToAgentTool(BaseTool):
     def declaration(self) -> FunctionDeclaration:
         return self._declaration
 
-    async def run(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def run(self, args: dict[str, object], tool_context: ToolContext) -> Any:
         name = args.get("agent_name")
         unknown = sorted(set(args) - {"agent_name"})
         if unknown:
             raise ToolArgumentsError(
                 f"Invalid arguments: unknown argument {unknown}; allowed arguments: agent_name"
             )
-        if name not in self.targets:
+        if not isinstance(name, str) or name not in self.targets:
             raise ToolArgumentsError(
                 f"Invalid arguments: argument 'agent_name': {name!r} is not an agent you can "
                 f"transfer to; choose one of: {', '.join(self.targets)}"

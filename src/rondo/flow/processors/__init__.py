@@ -1,8 +1,9 @@
 """Request processors, in the order the seed runs them (SPEC P1–P9).
 
-Each processor takes `(flow, ctx, request)` and may change the request. It returns None when it
-is done, an awaitable when it has async work, or an async iterator when it yields events of its
-own before the model is called (P0) — so the common case costs one plain function call.
+Each processor is a `rondo.flow.views.RequestProcessor`: it takes `(flow, ctx, request)` and may
+change the request. It returns None when it is done, an awaitable when it has async work, or an
+async iterator when it yields events of its own before the model is called (P0) — so the
+common case costs one plain function call.
 
 Why this order:
 - basic first: it *replaces* the config, so everything else writes on top of it.
@@ -18,21 +19,26 @@ Why this order:
 
 from __future__ import annotations
 
-from rondo.flow.confirmation import confirmation_processor
-from rondo.flow.nested import nested_resume_processor
+from typing import TYPE_CHECKING
+
 from rondo.flow.processors.basic import basic_processor
 from rondo.flow.processors.compaction import compaction_processor
+from rondo.flow.processors.confirmation import confirmation_processor
 from rondo.flow.processors.contents import contents_processor
 from rondo.flow.processors.identity import identity_processor
 from rondo.flow.processors.input_files import input_files_processor
 from rondo.flow.processors.instructions import instructions_processor
+from rondo.flow.processors.nested import nested_resume_processor
 from rondo.flow.processors.output_schema import output_schema_processor
 from rondo.flow.processors.tools import tools_processor
 from rondo.flow.processors.transfer import transfer_processor
 
+if TYPE_CHECKING:
+    from rondo.flow.views import RequestProcessor
+
 __all__ = ["DEFAULT_REQUEST_PROCESSORS"]
 
-DEFAULT_REQUEST_PROCESSORS = (
+DEFAULT_REQUEST_PROCESSORS: tuple[RequestProcessor, ...] = (
     basic_processor,
     tools_processor,
     confirmation_processor,

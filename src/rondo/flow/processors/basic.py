@@ -9,10 +9,10 @@ from rondo.models.base import GenerateConfig, ModelRequest, model_capabilities
 
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
-    from rondo.flow.loop import Flow
+    from rondo.flow.views import FlowView
 
 
-def needs_output_schema_fallback(flow: Flow) -> bool:
+def needs_output_schema_fallback(flow: FlowView) -> bool:
     """S2: a schema with tools, on a model that cannot combine them, needs set_model_response."""
     agent = flow.agent
     if agent.output_schema is None or agent.mode == "task" or not agent.tools:
@@ -20,7 +20,7 @@ def needs_output_schema_fallback(flow: Flow) -> bool:
     return not model_capabilities(flow.model).response_schema_with_tools
 
 
-def basic_processor(flow: Flow, ctx: InvocationContext, request: ModelRequest) -> None:
+def basic_processor(flow: FlowView, ctx: InvocationContext, request: ModelRequest) -> None:
     agent = flow.agent
     config = agent.generate_config
     # A deep copy: callbacks may edit the request's config without touching the agent's.

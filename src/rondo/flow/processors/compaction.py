@@ -16,14 +16,14 @@ from rondo.run_config import CompactionConfig
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
     from rondo.flow.context_strategies import ContextStrategy
-    from rondo.flow.loop import Flow
+    from rondo.flow.views import FlowView
     from rondo.lifecycle import Item
 
 logger = logging.getLogger("rondo.compaction")
 
 
 def compaction_processor(
-    flow: Flow, ctx: InvocationContext, request: ModelRequest
+    flow: FlowView, ctx: InvocationContext, request: ModelRequest
 ) -> AsyncGenerator[Item, None] | None:
     strategies = flow.agent.context_strategies
     config = ctx.run_config.compaction
@@ -38,7 +38,7 @@ def compaction_processor(
     return _compact(flow, ctx, config, preparers)
 
 
-async def _context_length(flow: Flow) -> int | None:
+async def _context_length(flow: FlowView) -> int | None:
     """V1: the model's context window when it knows it — its `context_window`, or what its
     `load_context_window()` asks the provider (once per model object; only reached when a
     consumer of the lifecycle stream exists, so the record path never pays for it)."""
@@ -51,7 +51,7 @@ async def _context_length(flow: Flow) -> int | None:
     return window if isinstance(window, int) and not isinstance(window, bool) else None
 
 
-async def _size(flow: Flow, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
+async def _size(flow: FlowView, ctx: InvocationContext) -> AsyncGenerator[Item, None]:
     now = estimate_context(ctx.session.events, ctx.branch, ctx.isolation_scope)
     yield ContextSize(
         **ctx.correlation(),
@@ -62,7 +62,7 @@ async def _size(flow: Flow, ctx: InvocationContext) -> AsyncGenerator[Item, None
 
 
 async def _compact(
-    flow: Flow,
+    flow: FlowView,
     ctx: InvocationContext,
     config: CompactionConfig | None,
     preparers: tuple[ContextStrategy, ...],

@@ -12,10 +12,10 @@ from rondo.types import Content, Part
 
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
-    from rondo.flow.loop import Flow
+    from rondo.flow.views import FlowView
 
 
-def contents_processor(flow: Flow, ctx: InvocationContext, request: ModelRequest) -> None:
+def contents_processor(flow: FlowView, ctx: InvocationContext, request: ModelRequest) -> None:
     agent = flow.agent
     strategies = agent.context_strategies
     compaction = ctx.run_config.compaction is not None or (

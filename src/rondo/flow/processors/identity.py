@@ -8,10 +8,10 @@ from rondo.models.base import ModelRequest
 
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
-    from rondo.flow.loop import Flow
+    from rondo.flow.views import FlowView
 
 
-def identity_processor(flow: Flow, ctx: InvocationContext, request: ModelRequest) -> None:
+def identity_processor(flow: FlowView, ctx: InvocationContext, request: ModelRequest) -> None:
     agent = flow.agent
     if agent.mode == "single_turn":
         return

@@ -13,11 +13,11 @@ from rondo.types import Content, Part
 
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
-    from rondo.flow.loop import Flow
+    from rondo.flow.views import FlowView
 
 
 def input_files_processor(
-    flow: Flow, ctx: InvocationContext, request: ModelRequest
+    flow: FlowView, ctx: InvocationContext, request: ModelRequest
 ) -> Awaitable[None] | None:
     if not ctx.run_config.save_input_blobs_as_artifacts or ctx.artifact_service is None:
         return None

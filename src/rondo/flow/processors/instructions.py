@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeGuard
 
 from rondo._callbacks import call_maybe_async
 from rondo.context import ReadonlyContext
@@ -12,18 +12,18 @@ from rondo.models.base import ModelRequest
 
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
-    from rondo.flow.loop import Flow
+    from rondo.flow.views import FlowView
 
 
-def _is_plain(value: Any) -> bool:
+def _is_plain(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and "{" not in value
 
 
 def instructions_processor(
-    flow: Flow, ctx: InvocationContext, request: ModelRequest
+    flow: FlowView, ctx: InvocationContext, request: ModelRequest
 ) -> Awaitable[None] | None:
-    global_instruction: Any = flow.agent.root_agent.global_instruction
-    instruction: Any = flow.agent.instruction
+    global_instruction = flow.agent.root_agent.global_instruction
+    instruction = flow.agent.instruction
     if _is_plain(global_instruction) and _is_plain(instruction):
         request.append_instruction(global_instruction)
         request.append_instruction(instruction)
@@ -31,7 +31,9 @@ def instructions_processor(
     return _resolve(ctx, request, (global_instruction, instruction))
 
 
-async def _resolve(ctx: InvocationContext, request: ModelRequest, sources: tuple[Any, ...]) -> None:
+async def _resolve(
+    ctx: InvocationContext, request: ModelRequest, sources: tuple[str | Callable[..., object], ...]
+) -> None:
     for source in sources:
         if not source:
             continue

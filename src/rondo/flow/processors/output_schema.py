@@ -11,14 +11,14 @@ from rondo.tools.structured import SET_MODEL_RESPONSE, SetModelResponseTool
 
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
-    from rondo.flow.loop import Flow
+    from rondo.flow.views import FlowView
 
 
-def output_schema_processor(flow: Flow, ctx: InvocationContext, request: ModelRequest) -> None:
+def output_schema_processor(flow: FlowView, ctx: InvocationContext, request: ModelRequest) -> None:
     agent = flow.agent
     if agent.mode == "task":
         # S3: a task agent carries its (structured) result in finish_task.
-        FinishTaskTool(agent).process_request(ctx, request)
+        FinishTaskTool(agent.output_json_schema, agent.output_adapter).process_request(ctx, request)
         request.append_instruction(
             f"When the task is complete, call `{FINISH_TASK}` with its result. "
             "That call ends your work."

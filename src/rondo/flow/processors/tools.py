@@ -9,11 +9,11 @@ from rondo.models.base import ModelRequest
 
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
-    from rondo.flow.loop import Flow
+    from rondo.flow.views import FlowView
 
 
 def tools_processor(
-    flow: Flow, ctx: InvocationContext, request: ModelRequest
+    flow: FlowView, ctx: InvocationContext, request: ModelRequest
 ) -> Awaitable[None] | None:
     tools = flow.tools
     if tools is None or flow.relist_tools:
@@ -23,6 +23,6 @@ def tools_processor(
     return None
 
 
-async def _expand_then_pack(flow: Flow, ctx: InvocationContext, request: ModelRequest) -> None:
+async def _expand_then_pack(flow: FlowView, ctx: InvocationContext, request: ModelRequest) -> None:
     for tool in await flow.expand_tools(ctx):
         tool.process_request(ctx, request)

@@ -8,24 +8,22 @@ from rondo.models.base import ModelRequest
 from rondo.tools.transfer import TRANSFER_TOOL_NAME, TransferToAgentTool
 
 if TYPE_CHECKING:
-    from rondo.agents.base import BaseAgent
-    from rondo.agents.llm import Agent
-    from rondo.context import InvocationContext
-    from rondo.flow.loop import Flow
+    from rondo.context import AgentNode, InvocationContext
+    from rondo.flow.views import FlowView, LlmAgentView
 
 __all__ = ["transfer_processor", "transfer_targets"]
 
 
-def _is_scoped(agent: BaseAgent) -> bool:
+def _is_scoped(agent: AgentNode) -> bool:
     return agent.reached_by_call
 
 
-def transfer_targets(agent: Agent) -> list[BaseAgent]:
+def transfer_targets(agent: LlmAgentView) -> list[AgentNode]:
     """Sub-agents, the parent (unless disallowed), peers (unless disallowed).
 
     Task and single-turn agents are never child or peer targets.
     """
-    targets: list[BaseAgent] = [sub for sub in agent.sub_agents if not _is_scoped(sub)]
+    targets: list[AgentNode] = [sub for sub in agent.sub_agents if not _is_scoped(sub)]
     parent = agent.parent_agent
     # A task or single-turn agent runs inside its parent's call: handing control to the
     # parent or a peer from there would re-enter the caller, so only its own children count.
@@ -39,7 +37,7 @@ def transfer_targets(agent: Agent) -> list[BaseAgent]:
     return targets
 
 
-def _instruction(agent: Agent, targets: list[BaseAgent]) -> str:
+def _instruction(agent: LlmAgentView, targets: list[AgentNode]) -> str:
     lines = ["You can hand the conversation to these agents:", ""]
     for target in targets:
         lines.append(f"Agent name: {target.name}")
@@ -60,7 +58,7 @@ def _instruction(agent: Agent, targets: list[BaseAgent]) -> str:
     return "\n".join(lines)
 
 
-def transfer_processor(flow: Flow, ctx: InvocationContext, request: ModelRequest) -> None:
+def transfer_processor(flow: FlowView, ctx: InvocationContext, request: ModelRequest) -> None:
     targets = flow.transfer_targets
     if not targets:
         return

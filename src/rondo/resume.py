@@ -14,47 +14,24 @@ boundary the process died at:
 A final response, a pending call (HITL) or a user's answer to one is not an interruption —
 except a final response of an agent that a workflow (sequence, loop, parallel agent) has more
 to run after (`find_resume_point`): the process died between the two, and the workflow goes on
-after it. Only reading this tail
-costs anything, and only when a run starts with no new message.
+after it. Only reading this tail costs anything, and only when a run starts with no new
+message. It lives beside the runner, which calls it; the record it returns is data
+(`rondo.outcome.ResumePoint`), so the context and the loop read it without this module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from rondo.events import FAILURE, Event, PendingCall
-from rondo.types import Content, FunctionCall
+from rondo.outcome import ResumePoint
+from rondo.types import Content
 
 if TYPE_CHECKING:
     from rondo.agents.base import BaseAgent
 
-__all__ = ["ResumePoint", "find_interrupted", "find_resume_point"]
-
-Boundary = Literal["model", "calls", "after_tools", "after_agent"]
-
-
-@dataclass(frozen=True, slots=True)
-class ResumePoint:
-    """The step boundary an invocation stopped at, and what resuming it needs."""
-
-    invocation_id: str
-    run_id: str
-    # "model": call the model; "calls": run `calls` (of `model_event`); "after_tools": the
-    # tool event `last` is stored, finish its step; "after_agent": the agent finished (the
-    # last final answer in it is `last`), the workflow around it goes on after it.
-    boundary: Boundary
-    # The agent that was running ("" when only the user's message was stored).
-    agent_name: str
-    # The message that started the invocation (None when it continued a paused run).
-    user_content: Content | None
-    last: Event
-    model_event: Event | None = None
-    calls: tuple[FunctionCall, ...] = ()
-    # "after_agent" under a parallel agent with branches left: the branches that finished
-    # (the others run on resume).
-    done: tuple[str, ...] = ()
+__all__ = ["ResumePoint", "find_interrupted", "find_resume_point", "is_failure"]
 
 
 def find_resume_point(
@@ -93,7 +70,7 @@ def _between_agents(
         return None
     if any(p.run_id == last.run_id for p in pending):
         return None
-    from rondo.agents.workflow import LoopAgent, completions, order_of
+    from rondo.agents.workflow import LoopAgent, completions
 
     agent = root.find_agent(last.author)
     if agent is None:
@@ -102,7 +79,7 @@ def _between_agents(
     done_node = node = agent
     done: tuple[str, ...] = ()
     more = False
-    while (parent := node.parent_agent) is not None and (kind := order_of(parent)) is not None:
+    while (parent := node.parent_agent) is not None and (kind := parent.run_order) is not None:
         if isinstance(parent, LoopAgent):
             # An escalation ends every loop it passes through (each sees the event).
             limit = parent.max_iterations

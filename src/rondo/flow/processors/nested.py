@@ -25,7 +25,7 @@ from rondo.types import FunctionCall, FunctionResponse
 
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
-    from rondo.flow.loop import Flow
+    from rondo.flow.views import FlowView
     from rondo.lifecycle import Item
     from rondo.models.base import ModelRequest
 
@@ -52,7 +52,7 @@ def latest_answers(ctx: InvocationContext) -> list[FunctionResponse]:
 
 
 def nested_resume_processor(
-    flow: Flow, ctx: InvocationContext, request: ModelRequest
+    flow: FlowView, ctx: InvocationContext, request: ModelRequest
 ) -> AsyncGenerator[Item, None] | None:
     answers = latest_answers(ctx)
     if not answers:
@@ -103,7 +103,7 @@ def _responded_after(events: Sequence[Event], index: int, call_id: str) -> bool:
 
 
 async def _continue(
-    flow: Flow, ctx: InvocationContext, request: ModelRequest, answers: list[FunctionResponse]
+    flow: FlowView, ctx: InvocationContext, request: ModelRequest, answers: list[FunctionResponse]
 ) -> AsyncGenerator[Item, None]:
     agent = flow.agent
     by_id = {a.id: a for a in answers if a.id}

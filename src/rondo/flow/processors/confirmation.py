@@ -12,19 +12,19 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from rondo._ids import new_client_call_id, new_reason_id
 from rondo.events import Event, ToolConfirmation
 from rondo.flow.functions import handle_function_calls
-from rondo.flow.nested import latest_answers
+from rondo.flow.processors.nested import latest_answers
 from rondo.lifecycle import HITLDecided
 from rondo.sessions.base import CONFIRMATION_FUNCTION_NAME
 from rondo.types import Content, FunctionCall, FunctionResponse, Part
 
 if TYPE_CHECKING:
     from rondo.context import InvocationContext
-    from rondo.flow.loop import Flow
+    from rondo.flow.views import FlowView
     from rondo.lifecycle import Item
     from rondo.models.base import ModelRequest
 
@@ -80,7 +80,7 @@ def confirmation_event(
     )
 
 
-def _decision(response: dict[str, Any]) -> tuple[Decision, ToolConfirmation, str | None]:
+def _decision(response: dict[str, object]) -> tuple[Decision, ToolConfirmation, str | None]:
     raw = response.get("decision")
     confirmed = bool(response.get("confirmed", raw in ("approve", "skip")))
     decision: Decision = (
@@ -104,7 +104,7 @@ def _confirmation_answers(ctx: InvocationContext) -> list[FunctionResponse]:
 
 
 def confirmation_processor(
-    flow: Flow, ctx: InvocationContext, request: ModelRequest
+    flow: FlowView, ctx: InvocationContext, request: ModelRequest
 ) -> AsyncGenerator[Item, None] | None:
     answers = _confirmation_answers(ctx)
     if not answers:
@@ -113,7 +113,7 @@ def confirmation_processor(
 
 
 async def _resume(
-    flow: Flow, ctx: InvocationContext, request: ModelRequest, answers: list[FunctionResponse]
+    flow: FlowView, ctx: InvocationContext, request: ModelRequest, answers: list[FunctionResponse]
 ) -> AsyncGenerator[Item, None]:
     agent = flow.agent
     wanted = {a.id: a for a in answers if a.id}
@@ -135,7 +135,7 @@ async def _resume(
             break
     calls: list[FunctionCall] = []
     confirmations: dict[str, ToolConfirmation] = {}
-    prefilled: dict[str, dict[str, Any]] = {}
+    prefilled: dict[str, dict[str, object]] = {}
     decided: list[HITLDecided] = []
     seen_originals: set[str] = set()
     for confirm_id, (original, index) in found.items():
