@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from rondo._ids import CLIENT_CALL_ID_PREFIX
 from rondo.errors import ContentsError
 from rondo.events import NESTED_PAUSE, NO_ACTIONS, Event
-from rondo.sessions.base import EventLog, EventsView
+from rondo.sessions.base import EventLog, EventsView, LazyEventLog
 from rondo.types import Content, FunctionCall, FunctionResponse, Part
 
 __all__ = [
@@ -30,6 +30,8 @@ __all__ = [
     "ContentsView",
     "build_contents",
     "is_visible_branch",
+    "newest_summary",
+    "summarized_head",
 ]
 
 logger = logging.getLogger("rondo.contents")
@@ -50,6 +52,60 @@ def is_visible_branch(invocation_branch: str, event_branch: str) -> bool:
         or invocation_branch == event_branch
         or invocation_branch.startswith(event_branch + ".")
     )
+
+
+def _sees(event: Event, branch: str, scope: str) -> bool:
+    return event.isolation_scope == scope and (
+        not branch or is_visible_branch(branch, event.branch)
+    )
+
+
+def newest_summary(
+    log: EventLog, start: int, stop: int, branch: str, scope: str
+) -> tuple[int, Event] | None:
+    """The newest compaction record in `[start, stop)` a reader on `branch` and `scope` sees,
+    with its index; found without decoding the records that cannot be one."""
+    for index in log.compaction_candidates(start, stop):
+        event = log[index]
+        if event.actions.compaction is not None and _sees(event, branch, scope):
+            return index, event
+    return None
+
+
+def summarized_head(log: EventLog, start: int, stop: int, branch: str, scope: str) -> int:
+    """K3: where a reader of `[start, stop)` that applies compaction records (C5, K2) may
+    begin — past the records the newest summary it sees provably replaces — else `start`.
+
+    That summary replaces, when it is applied, every item with a timestamp in its
+    `[start_timestamp, end_timestamp]`. A head of the log can be left unread when each of its
+    records has such a timestamp and every record between it and the summary is newer than
+    `end_timestamp`: whatever the head held (any branch, any older summary, whose covered
+    events are in the head too), the summary removes it, and nothing the reader keeps moves.
+    Otherwise (timestamps out of order) the whole log is read, as before."""
+    found = newest_summary(log, start, stop, branch, scope)
+    if found is None:
+        return start
+    index, event = found
+    compaction = event.actions.compaction
+    assert compaction is not None
+    first, last = compaction.start_timestamp, compaction.end_timestamp
+    stamps = log.timestamps(start, index)
+    cut = len(stamps)
+    while cut and stamps[cut - 1] > last:
+        cut -= 1
+    if cut and (min(stamps[:cut]) < first or max(stamps[:cut]) > last):
+        return start
+    # An older summary in the head leaves an item at its own end timestamp: covered too?
+    for older in log.compaction_candidates(start, start + cut):
+        record = log[older]
+        covered = record.actions.compaction
+        if (
+            covered is not None
+            and _sees(record, branch, scope)
+            and not first <= covered.end_timestamp <= last
+        ):
+            return start
+    return start + cut
 
 
 class _Item:
@@ -331,6 +387,8 @@ class ContentsView:
 
     def advance(self, log: EventLog | list[Event], stop: int) -> None:
         """Convert the events `[upto, stop)` of the log."""
+        if type(log) is LazyEventLog and self.upto < stop:
+            log.decode(self.upto, stop)  # in one go, not one by one below
         branch = self._branch
         scope = self._scope
         agent = self._agent
@@ -555,6 +613,8 @@ def build_contents(
     view: ContentsView | None = log.derived.get(key)
     if view is None or view.upto > stop:
         fresh = ContentsView(agent_name, branch, isolation_scope, start, compaction)
+        if compaction:  # K3: what the newest summary replaces is never read
+            fresh.upto = summarized_head(log, start, stop, branch, isolation_scope)
         if view is None:
             log.derived[key] = fresh
         view = fresh
