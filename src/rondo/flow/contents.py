@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from rondo._frozen import replaced
 from rondo._ids import CLIENT_CALL_ID_PREFIX
 from rondo.errors import ContentsError
 from rondo.events import NESTED_PAUSE, NO_ACTIONS, Event
@@ -133,11 +134,11 @@ class _Item:
 def _strip_part(part: Part) -> Part:
     fc = part.function_call
     if fc is not None and fc.id and fc.id.startswith(CLIENT_CALL_ID_PREFIX):
-        return part.model_copy(update={"function_call": FunctionCall(name=fc.name, args=fc.args)})
+        return replaced(part, function_call=FunctionCall(name=fc.name, args=fc.args))
     fr = part.function_response
     if fr is not None and fr.id and fr.id.startswith(CLIENT_CALL_ID_PREFIX):
-        return part.model_copy(
-            update={"function_response": FunctionResponse(name=fr.name, response=fr.response)}
+        return replaced(
+            part, function_response=FunctionResponse(name=fr.name, response=fr.response)
         )
     return part
 
