@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, SupportsIndex, cast, overload
 
+from pydantic_core import PydanticSerializationError, to_json
+
 from rondo._frozen import ReadOnlyDict
 from rondo.errors import InvalidIdError, InvalidMessageError
 from rondo.events import Event, PendingCall
@@ -126,15 +128,24 @@ def check_event_text(event: Event) -> None:
         return
     for part in content.parts:
         text = part.text
-        if text is not None:
-            where = f"the {content.role or 'message'} text"
-            _check_text(where, text)
-        if part.function_response is not None:
-            where = f"the response of {part.function_response.name!r}"
-            _check_strings(where, part.function_response.response, 0)
-        if part.function_call is not None:
-            where = f"the arguments of {part.function_call.name!r}"
-            _check_strings(where, part.function_call.args, 0)
+        if text is not None and not text.isascii():
+            _check_text(f"the {content.role or 'message'} text", text)
+        response = part.function_response
+        if response is not None and response.response:
+            _check_json(f"the response of {response.name!r}", response.response)
+        call = part.function_call
+        if call is not None and call.args:
+            _check_json(f"the arguments of {call.name!r}", call.args)
+
+
+def _check_json(where: str, value: object) -> None:
+    """One C call when the value encodes as UTF-8 JSON (the common case: an append checks
+    each call's arguments and each tool result, issue 25.5); else find the string to blame."""
+    try:
+        to_json(value, serialize_unknown=True)
+    except PydanticSerializationError:
+        _check_strings(where, value)  # raises for a lone surrogate; anything else is left
+        # to the store's own checks (SPEC G3)
 
 
 def _check_text(where: str, text: str) -> None:
@@ -146,7 +157,7 @@ def _check_text(where: str, text: str) -> None:
         )
 
 
-def _check_strings(where: str, value: object, depth: int) -> None:
+def _check_strings(where: str, value: object, depth: int = 0) -> None:
     if isinstance(value, str):
         _check_text(where, value)
     elif depth > 64:
