@@ -204,23 +204,40 @@ class Demand:
     the consumer asks for the next. Work running beside the loop (concurrent tool calls, a
     sub-agent answering as a tool) waits here before it starts a model or tool call, so a
     consumer that stops — with or without `aclose()` — starts nothing more.
+
+    A flag and, only while someone waits, their futures (an `asyncio.Event` cost the runner
+    a few Python calls on every item it yields, issue 25.5). Check `paused` before awaiting
+    `wait()`: not paused, there is nothing to wait for.
     """
 
-    __slots__ = ("_ready",)
+    __slots__ = ("_waiters", "paused")
 
     def __init__(self) -> None:
-        self._ready = asyncio.Event()
-        self._ready.set()
+        self.paused = False
+        self._waiters: list[asyncio.Future[None]] | None = None
 
     def pause(self) -> None:
-        self._ready.clear()
+        self.paused = True
 
     def resume(self) -> None:
-        self._ready.set()
+        self.paused = False
+        if self._waiters is not None:
+            self.wake()
+
+    def wake(self) -> None:
+        """Let everyone waiting go on (the consumer asked for the next item)."""
+        waiters, self._waiters = self._waiters or [], None
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def wait(self) -> None:
-        if not self._ready.is_set():
-            await self._ready.wait()
+        while self.paused:
+            waiter = asyncio.get_running_loop().create_future()
+            if self._waiters is None:
+                self._waiters = []
+            self._waiters.append(waiter)
+            await waiter
 
 
 @dataclass(slots=True)

@@ -216,7 +216,9 @@ async def run_call(
     """
     started = time.perf_counter()
     actions = Actions()
-    await ctx.demand.wait()  # R7: nothing starts while the consumer is not asking
+    demand = ctx.demand
+    if demand.paused:
+        await demand.wait()  # R7: nothing starts while the consumer is not asking
     tctx = ToolContext(
         ctx,
         function_call_id=call.id,

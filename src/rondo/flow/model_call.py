@@ -137,7 +137,9 @@ async def call_model(
     cb_ctx: CallbackContext,
 ) -> AsyncGenerator[ModelResponse, None]:
     """Yield the responses of one model call, after the hooks of SPEC M1 ran on each."""
-    await ctx.demand.wait()  # R7: nothing starts while the consumer is not asking
+    demand = ctx.demand
+    if demand.paused:
+        await demand.wait()  # R7: nothing starts while the consumer is not asking
     plugins = ctx.plugins
     response: Any = None
     if "before_model" in plugins.active:
