@@ -592,11 +592,13 @@ async def handle_function_calls(
     )
     action_started = False
     try:
-        async with aclosing(dispatch) as items:
-            async for item in items:
+        try:
+            async for item in dispatch:
                 if isinstance(item, ActionStart):
                     action_started = True
                 yield item
+        finally:
+            await dispatch.aclose()
     except BaseException:
         if ctx.trace is not None:
             _end_spans(outcomes, None)
