@@ -156,7 +156,9 @@ class InMemorySessionService(BaseSessionService):
     async def append_event(self, session: Session, event: Event) -> Event:
         if event.partial:
             return event
-        check_state_delta(event.actions.state_delta)  # before anything is written (SPEC G3)
+        delta = event.actions.state_delta
+        if delta:
+            check_state_delta(delta)  # before anything is written (SPEC G3)
         check_event_text(event)
         stored = self._sessions.get((session.app_name, session.user_id, session.id))
         if stored is None:

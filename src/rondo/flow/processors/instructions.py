@@ -15,16 +15,18 @@ if TYPE_CHECKING:
     from rondo.flow.loop import Flow
 
 
-def _is_plain(value: Any) -> bool:
-    return isinstance(value, str) and "{" not in value
-
-
 def instructions_processor(
     flow: Flow, ctx: InvocationContext, request: ModelRequest
 ) -> Awaitable[None] | None:
     global_instruction: Any = flow.agent.root_agent.global_instruction
     instruction: Any = flow.agent.instruction
-    if _is_plain(global_instruction) and _is_plain(instruction):
+    # Plain text (no state to inject), tested in line: this runs every step.
+    if (
+        type(global_instruction) is str
+        and "{" not in global_instruction
+        and type(instruction) is str
+        and "{" not in instruction
+    ):
         request.append_instruction(global_instruction)
         request.append_instruction(instruction)
         return None
