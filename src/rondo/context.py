@@ -9,6 +9,7 @@ event will carry (the runner applies it when the event is stored).
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -310,6 +311,12 @@ class _EndFlag:
         self.value = value
 
 
+@functools.cache
+def _default_run_config() -> RunConfig:
+    """The settings of a run given none (frozen: one object serves every such run)."""
+    return RunConfig()
+
+
 class InvocationContext:
     """Everything one invocation needs: session, services, plugins, config, the current agent.
 
@@ -347,7 +354,7 @@ class InvocationContext:
         self.run_id = run_id
         self.agent = agent
         self.root_agent = root_agent
-        self.run_config = run_config or RunConfig()
+        self.run_config = run_config or _default_run_config()
         self.user_content = user_content
         self.artifact_service = artifact_service
         self.memory_service = memory_service
@@ -400,8 +407,10 @@ class InvocationContext:
         """A record of this invocation: its invocation and run ids, branch and isolation
         scope copied from this context (`fields` may name another branch or scope), authored
         by the current agent unless `author` says who."""
-        fields.setdefault("branch", self.branch)
-        fields.setdefault("isolation_scope", self.isolation_scope)
+        if "branch" not in fields:  # (tested in line: one record per new_event)
+            fields["branch"] = self.branch
+        if "isolation_scope" not in fields:
+            fields["isolation_scope"] = self.isolation_scope
         return Event(
             author=self.agent.name if author is None else author,
             invocation_id=self.invocation_id,

@@ -442,34 +442,12 @@ async def _dispatch(
 ) -> AsyncGenerator[Item, None]:
     """Run the calls; what they send comes out in order, then `outcomes` holds them.
 
-    Nobody watching and one call: it runs inline (no task). Otherwise each call is a task
-    with a sink for what it sends — its `ToolCallStart`, progress, sub-agent lifecycle events,
+    Each call is a task with a sink for what it sends — its `ToolCallStart`, progress, sub-agent lifecycle events,
     records of task agents in this session (stored before the sender goes on) — and, when
     observed, each call's `ToolCallEnd` follows as it completes. `ActionStart` precedes the
     first call that starts: a round whose calls all wait for a confirmation has none (seed
     002 §6.B). Closing this generator cancels the calls still in flight.
     """
-    observe = ctx.observe
-    if (
-        not observe
-        and len(calls) == 1
-        and not getattr(tools.get(calls[0].name), "yields_events", False)
-    ):
-        cid = calls[0].id or ""
-        outcomes.append(
-            await run_call(
-                agent,
-                ctx,
-                calls[0],
-                tools,
-                reason_id,
-                confirmations.get(cid),
-                prefilled.get(cid),
-                cid in held,
-                nested.get(cid) if nested else None,
-            )
-        )
-        return
     queue: asyncio.Queue[tuple[Any, asyncio.Future[None] | None]] = asyncio.Queue()
     sink = EventSink(queue.put_nowait)
     limit = agent.max_concurrent_tool_calls
@@ -578,27 +556,48 @@ async def handle_function_calls(
         refused, stop = ctx.guard.admit(calls)
         if refused:
             prefilled = {**(prefilled or {}), **refused}
-    dispatch = _dispatch(
-        agent,
-        ctx,
-        calls,
-        tools,
-        reason_id,
-        confirmations or {},
-        prefilled or {},
-        outcomes,
-        held,
-        nested,
-    )
+    confirmations, prefilled = confirmations or {}, prefilled or {}
     action_started = False
     try:
-        try:
-            async for item in dispatch:
-                if isinstance(item, ActionStart):
-                    action_started = True
-                yield item
-        finally:
-            await dispatch.aclose()
+        if (
+            not ctx.observe
+            and len(calls) == 1
+            and not getattr(tools.get(calls[0].name), "yields_events", False)
+        ):
+            # Nobody watching and one call: it runs inline (no task, no generator).
+            cid = calls[0].id or ""
+            outcome = await run_call(
+                agent,
+                ctx,
+                calls[0],
+                tools,
+                reason_id,
+                confirmations.get(cid),
+                prefilled.get(cid),
+                cid in held,
+                nested.get(cid) if nested else None,
+            )
+            outcomes.append(outcome)
+        else:
+            dispatch = _dispatch(
+                agent,
+                ctx,
+                calls,
+                tools,
+                reason_id,
+                confirmations,
+                prefilled,
+                outcomes,
+                held,
+                nested,
+            )
+            try:
+                async for item in dispatch:
+                    if isinstance(item, ActionStart):
+                        action_started = True
+                    yield item
+            finally:
+                await dispatch.aclose()
     except BaseException:
         if ctx.trace is not None:
             _end_spans(outcomes, None)

@@ -51,7 +51,9 @@ MAX_THOUGHT_ONLY_TURNS = 10
 
 def _is_thought_only(event: Event) -> bool:
     content = event.content
-    return content is not None and bool(content.parts) and all(p.thought for p in content.parts)
+    if content is None or not content.parts or not content.parts[0].thought:
+        return False  # (the common answer, decided without a generator)
+    return all(p.thought for p in content.parts)
 
 
 def _reason_start(ctx: InvocationContext, reason_id: str, request: ModelRequest) -> ReasonStart:

@@ -420,9 +420,6 @@ class EventsView(Sequence[Event]):
     def __repr__(self) -> str:
         return f"EventsView({len(self)} events)"
 
-    def _extend_to(self, stop: int) -> None:
-        self._stop = stop
-
 
 @dataclass(eq=False)
 class Session:
@@ -484,10 +481,12 @@ class Session:
         if target is not None:
             self._after_rewind(event, target, version, pending)
             return
-        self.events._extend_to(self.events._stop + 1)  # pyright: ignore[reportPrivateUsage]
-        for key, value in event.actions.state_delta.items():
-            if not key.startswith(TEMP_PREFIX):
-                self.state[key] = value
+        self.events._stop += 1  # pyright: ignore[reportPrivateUsage]
+        delta = event.actions.state_delta
+        if delta:
+            for key, value in delta.items():
+                if not key.startswith(TEMP_PREFIX):
+                    self.state[key] = value
         self.pending = pending
         self.version = version
         self.last_update_time = event.timestamp
