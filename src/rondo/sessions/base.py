@@ -420,6 +420,9 @@ class EventsView(Sequence[Event]):
     def __repr__(self) -> str:
         return f"EventsView({len(self)} events)"
 
+    def _extend_to(self, stop: int) -> None:
+        self._stop = stop
+
 
 @dataclass(eq=False)
 class Session:

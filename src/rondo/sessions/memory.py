@@ -49,7 +49,8 @@ class _Stored:
     visible: tuple[int, EventLog, list[Event]] | None = None
 
     def view(self) -> tuple[EventLog, list[Event]]:
-        """The log readers see and the records rewinds hide."""
+        """The log readers see and the records rewinds hide (callers skip the call when the
+        log holds no rewind: `rewinds` is 0)."""
         if not self.rewinds:
             return self.log, []
         cached = self.visible
@@ -94,7 +95,7 @@ class InMemorySessionService(BaseSessionService):
     def _handle(
         self, app_name: str, user_id: str, session_id: str, stored: _Stored, start: int = 0
     ) -> Session:
-        log, rewound = stored.view()
+        log, rewound = stored.view() if stored.rewinds else (stored.log, ())
         return Session(
             id=session_id,
             app_name=app_name,
@@ -146,7 +147,7 @@ class InMemorySessionService(BaseSessionService):
         if stored is None:
             return None
         start = 0
-        log, _ = stored.view()
+        log = stored.view()[0] if stored.rewinds else stored.log
         if after_timestamp is not None:
             start = _first_after(log, after_timestamp)
         if num_recent_events is not None:
@@ -182,7 +183,7 @@ class InMemorySessionService(BaseSessionService):
                 if rewind:  # a rewind's None removes the key
                     for key in [k for k, v in sess.items() if v is None]:
                         del stored.state[key]
-        shown, _ = stored.view()
+        shown = stored.view()[0] if stored.rewinds else stored.log
         stored.log.append(event)
         stored.version += 1
         stored.last_update_time = event.timestamp

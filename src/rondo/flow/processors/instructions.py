@@ -27,8 +27,10 @@ def instructions_processor(
         and type(instruction) is str
         and "{" not in instruction
     ):
-        request.append_instruction(global_instruction)
-        request.append_instruction(instruction)
+        if global_instruction:
+            request.append_instruction(global_instruction)
+        if instruction:
+            request.append_instruction(instruction)
         return None
     return _resolve(ctx, request, (global_instruction, instruction))
 
