@@ -15,12 +15,12 @@ in the OpenAPI schema as they are.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI
 from pydantic import BaseModel, ValidationError
+from pydantic_core import from_json
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
@@ -34,6 +34,7 @@ from rondo.server.wire import CreateSessionRequest
 __all__ = ["HotRoute", "install_hot_routes"]
 
 _SKIP = "rondo.hot_route.skip"  # set on a request handed back to FastAPI's routes
+_FOUND = "rondo.hot_route"  # what `matches` found, for `handle`
 
 # What a hot request is: (body model, body required, the route function's call).
 _Call = Callable[[Request, list[str], Any], Awaitable[Response]]
@@ -84,9 +85,10 @@ class HotRoute(BaseRoute):
         self._fallback = fallback
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        if scope["type"] == "http" and _which(scope) is not None:
-            return Match.FULL, {}
-        return Match.NONE, {}
+        found = _which(scope) if scope["type"] == "http" else None
+        if found is None:
+            return Match.NONE, {}
+        return Match.FULL, {_FOUND: found}
 
     def url_path_for(self, name: str, /, **path_params: Any) -> Any:
         from starlette.routing import NoMatchFound
@@ -94,9 +96,7 @@ class HotRoute(BaseRoute):
         raise NoMatchFound(name, path_params)
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        found = _which(scope)
-        assert found is not None
-        (model, required, call), parts = found
+        (model, required, call), parts = scope[_FOUND]
         request = Request(scope, receive)
         body: Any = None
         if model is not None:
@@ -134,7 +134,7 @@ def _parse(model: type[BaseModel], required: bool, raw: bytes, content_type: str
     if content_type != "application/json":
         return _FASTAPI
     try:
-        data = json.loads(raw)
+        data = from_json(raw)  # one C call (json.loads is four); what it refuses goes to FastAPI
         if data is None:
             return _FASTAPI
         return model.model_validate(data)

@@ -66,8 +66,23 @@ _SESSION_ID = re.compile(r"[A-Za-z0-9._~:@-]+")
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
+# Names and session ids that passed their checks lately: a store checks the key of every
+# get and append, and a server sees the same few again and again (issue 25.5). Bounded.
+_VALID_NAMES: set[str] = set()
+_VALID_IDS: set[str] = set()
+_REMEMBERED = 4096
+
+
+def _remember(valid: set[str], value: str) -> None:
+    if len(valid) >= _REMEMBERED:
+        valid.clear()
+    valid.add(value)
+
+
 def check_session_id(session_id: object) -> str:
     """The session id, or `InvalidIdError` saying what is wrong with it."""
+    if type(session_id) is str and session_id in _VALID_IDS:
+        return session_id
     if not isinstance(session_id, str):
         raise InvalidIdError(f"a session id must be a str, not {type(session_id).__name__}")
     if not session_id:
@@ -82,10 +97,13 @@ def check_session_id(session_id: object) -> str:
             f"session id {session_id!r} may hold only letters, digits and . _ ~ : @ - "
             "(it is used in URLs as it is), and may not be . or .."
         )
+    _remember(_VALID_IDS, session_id)
     return session_id
 
 
 def _check_name(what: str, value: object) -> None:
+    if type(value) is str and value in _VALID_NAMES:
+        return
     if not isinstance(value, str):
         raise InvalidIdError(f"{what} must be a str, not {type(value).__name__}")
     if not value or value.isspace():
@@ -98,6 +116,7 @@ def _check_name(what: str, value: object) -> None:
         raise InvalidIdError(f"{what} {value!r} holds a control character or a lone surrogate")
     if value != value.strip():
         raise InvalidIdError(f"{what} {value!r} starts or ends with whitespace")
+    _remember(_VALID_NAMES, value)
 
 
 def check_scope(app_name: object, user_id: object = None) -> None:
