@@ -662,14 +662,14 @@ def orchestrate_long(args: argparse.Namespace) -> None:
             )
         )
         rows.append((f"step on {size} events, fresh instance, CPU ms", f"fresh_{size}_cpu_ms"))
-        rows.append((f"  records it decoded", f"fresh_{size}_decoded"))
+        rows.append(("  records it decoded", f"fresh_{size}_decoded"))
         rows.append(
             (
                 f"step on {size} events + a summary, compaction on, fresh instance, CPU ms",
                 f"fresh_{size}_compacted_cpu_ms",
             )
         )
-        rows.append((f"  records it decoded", f"fresh_{size}_compacted_decoded"))
+        rows.append(("  records it decoded", f"fresh_{size}_compacted_decoded"))
     for clients in (16, 64):
         rows.append((f"{clients} concurrent callers, invocations/s", f"throughput_{clients}_per_s"))
         rows.append(
