@@ -121,13 +121,20 @@ def test_25_5_every_other_case_is_fastapis_own_answer(
     _same(*_both(servers, method, path, **options))
 
 
-def test_25_5_a_run_costs_the_server_under_2200_python_calls() -> None:
-    """Counted in-process (no sockets), as bench/server_profile.py counts: 2,945 before the
-    hot route, 1,985 with it (bench/SERVER.md)."""
-    app = create_app(APPS, db="memory", loopback_only=True)
+def test_25_5_a_run_costs_the_server_a_third_fewer_python_calls() -> None:
+    """Counted in-process (no sockets), as bench/server_profile.py counts: the same run on the
+    app as built and on the app without its hot route, in one process (a tracer provider
+    another test installed costs both the same). Measured alone: 1,865 against 2,945."""
+    hot = _count_run(_app(True))
+    plain = _count_run(_app(False))
+    assert hot <= 0.75 * plain, (hot, plain)
+
+
+def _count_run(app: Any) -> int:
+    """Python calls of one warmed-up run: create a session, /run_sse, read it back."""
     loop = asyncio.new_event_loop()
 
-    async def one_run(n: int) -> None:
+    async def one_run() -> None:
         status, body = await _call(app, "POST", "/apps/chat/users/u/sessions", b"{}")
         assert status == 200, body
         session = json.loads(body)["id"]
@@ -138,8 +145,8 @@ def test_25_5_a_run_costs_the_server_under_2200_python_calls() -> None:
         assert status == 200, body
 
     try:
-        for n in range(20):  # first-use costs land here
-            loop.run_until_complete(one_run(n))
+        for _ in range(20):  # first-use costs land here
+            loop.run_until_complete(one_run())
         calls = 0
 
         def count(frame: Any, event: str, arg: Any) -> None:
@@ -149,12 +156,12 @@ def test_25_5_a_run_costs_the_server_under_2200_python_calls() -> None:
 
         sys.setprofile(count)
         try:
-            loop.run_until_complete(one_run(99))
+            loop.run_until_complete(one_run())
         finally:
             sys.setprofile(None)
     finally:
         loop.close()
-    assert calls <= 2_200, calls
+    return calls
 
 
 async def _call(app: Any, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
