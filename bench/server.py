@@ -358,7 +358,8 @@ def main() -> None:
     args.pin = args.pin and (os.cpu_count() or 1) >= 2
     if args.pin:
         os.sched_setaffinity(0, {1})
-    print(f"load {os.getloadavg()[0]:.1f}; {args.seconds:.0f} s per point; pinned: {args.pin}")
+    load_before = round(os.getloadavg()[0], 2)
+    print(f"load {load_before:.1f}; {args.seconds:.0f} s per point; pinned: {args.pin}")
     print("| server | clients | runs/s | TTFE p50 ms | TTFE p99 ms | run p50 ms | "
           "server CPU ms/run | errors |")  # fmt: skip
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -380,7 +381,14 @@ def main() -> None:
         print("|---:|---:|---:|---:|")
         print("\n".join(ratios))
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+        record = {
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "command": " ".join(["python bench/server.py", *sys.argv[1:]]),
+            "load_before": load_before,
+            "load_after": round(os.getloadavg()[0], 2),
+            "rows": rows,
+        }
+        args.json.write_text(json.dumps(record, indent=1) + "\n")
     print(f"load at the end {os.getloadavg()[0]:.1f}; median runs/s over all points: "
           f"{statistics.median(r['runs_per_s'] for r in rows):.1f}")  # fmt: skip
 

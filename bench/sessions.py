@@ -124,6 +124,16 @@ class RondoSubject(Subject):
         self._loop = runner(FakeModel(True, FINAL), [get_weather])
         self._step = runner(FakeModel(False, "Noted."), [])
         self._content, self._event = Content, __import__("rondo").Event
+        # The same agent with summarizing compaction (a threshold the step never reaches: the
+        # session's summary is already stored, see `summarize`).
+        from rondo.flow.context_strategies import Summarizing
+
+        summarizing = Agent(
+            name="bench_agent",
+            model=FakeModel(False, "Noted."),
+            context_strategies=[Summarizing(token_threshold=100_000, retention_events=20)],
+        )
+        self._compacted = Runner(agent=summarizing, app_name=APP, session_service=self.service)
 
     async def create(self, sid: str) -> Any:
         return await self.service.create_session(app_name=APP, user_id=USER, session_id=sid)
@@ -139,6 +149,36 @@ class RondoSubject(Subject):
 
     async def step(self, sid: str) -> str:
         return await self._run(self._step, sid, "One more thing.")
+
+    async def step_compacted(self, sid: str) -> str:
+        return await self._run(self._compacted, sid, "One more thing.")
+
+    async def summarize(self, sid: str, retained: int = 20) -> None:
+        """Store the summary compaction would write: everything but the newest `retained`
+        records (what a session past its threshold holds)."""
+        from rondo.events import EventActions, EventCompaction
+        from rondo.flow.compaction import SUMMARY_PREFIX
+
+        session = await self.service.get_session(app_name=APP, user_id=USER, session_id=sid)
+        events = list(session.events)
+        record = self._event(
+            author="bench_agent",
+            actions=EventActions(
+                compaction=EventCompaction(
+                    start_timestamp=events[0].timestamp,
+                    end_timestamp=events[-retained - 1].timestamp,
+                    compacted_content=self._content.user(SUMMARY_PREFIX + "what was said"),
+                )
+            ),
+        )
+        await self.service.append_event(session, record)
+
+    @staticmethod
+    def decoded() -> int:
+        """Records decoded from stored payloads in this process so far."""
+        from rondo.sessions import sql
+
+        return sql.decoded_records() if hasattr(sql, "decoded_records") else -1
 
     async def append_text(self, session: Any, i: int) -> None:
         text = history_text(i)
@@ -228,6 +268,36 @@ class AdkSubject(Subject):
 
     async def step(self, sid: str) -> str:
         return await self._run(self._step, sid, "One more thing.")
+
+    async def step_compacted(self, sid: str) -> str:
+        return await self._run(self._compacted, sid, "One more thing.")
+
+    async def summarize(self, sid: str, retained: int = 20) -> None:
+        """Store the summary compaction would write: everything but the newest `retained`
+        records (what a session past its threshold holds)."""
+        from rondo.events import EventActions, EventCompaction
+        from rondo.flow.compaction import SUMMARY_PREFIX
+
+        session = await self.service.get_session(app_name=APP, user_id=USER, session_id=sid)
+        events = list(session.events)
+        record = self._event(
+            author="bench_agent",
+            actions=EventActions(
+                compaction=EventCompaction(
+                    start_timestamp=events[0].timestamp,
+                    end_timestamp=events[-retained - 1].timestamp,
+                    compacted_content=self._content.user(SUMMARY_PREFIX + "what was said"),
+                )
+            ),
+        )
+        await self.service.append_event(session, record)
+
+    @staticmethod
+    def decoded() -> int:
+        """Records decoded from stored payloads in this process so far."""
+        from rondo.sessions import sql
+
+        return sql.decoded_records() if hasattr(sql, "decoded_records") else -1
 
     async def append_text(self, session: Any, i: int) -> None:
         t = self._types
@@ -382,7 +452,9 @@ async def fill(subject: Subject, sid: str, size: int) -> None:
 async def replicas(subject: RondoSubject, sizes: list[int], reps: int) -> dict[str, Any]:
     """One step on a long session per instance kind: an instance that served the session
     before, right after another instance appended to it (`warm`), and a new instance that
-    never saw it (`fresh`, its first request: the whole history is loaded)."""
+    never saw it (`fresh`, its first request) — once as the session is, once after a summary
+    was stored, with compaction on (issue 25.4: only the summary and what follows it are
+    decoded). `decoded` counts the records the fresh instance decoded (deterministic)."""
     out: dict[str, Any] = {}
     other = subject.replica()
     try:
@@ -395,15 +467,23 @@ async def replicas(subject: RondoSubject, sizes: list[int], reps: int) -> dict[s
                 await other.step(sid)  # another instance appends a turn (2 events)
                 warm.append((await _cpu(lambda sid=sid: subject.step(sid)))[0])
             out[f"warm_{size}_cpu_ms"] = _median_ms(warm)
-            fresh = []
-            for _ in range(max(3, reps // 10)):
-                new = subject.replica()
-                await new.service.list_sessions(app_name=APP, limit=1)  # connect, check schema
-                gc.collect()
-                fresh.append((await _cpu(lambda new=new, sid=sid: new.step(sid)))[0])
-                await new.close()
-                del new
-            out[f"fresh_{size}_cpu_ms"] = _median_ms(fresh)
+            for kind in ("plain", "compacted"):
+                if kind == "compacted":
+                    await subject.summarize(sid)
+                fresh, decoded = [], []
+                for _ in range(max(3, reps // 10)):
+                    new = subject.replica()
+                    await new.service.list_sessions(app_name=APP, limit=1)  # connect, schema
+                    step = new.step if kind == "plain" else new.step_compacted
+                    gc.collect()
+                    before = new.decoded()
+                    fresh.append((await _cpu(lambda step=step, sid=sid: step(sid)))[0])
+                    decoded.append(new.decoded() - before)
+                    await new.close()
+                    del new, step
+                suffix = "" if kind == "plain" else "_compacted"
+                out[f"fresh_{size}{suffix}_cpu_ms"] = _median_ms(fresh)
+                out[f"fresh_{size}{suffix}_decoded"] = max(decoded)
     finally:
         await other.close()
     return out
@@ -582,6 +662,14 @@ def orchestrate_long(args: argparse.Namespace) -> None:
             )
         )
         rows.append((f"step on {size} events, fresh instance, CPU ms", f"fresh_{size}_cpu_ms"))
+        rows.append(("  records it decoded", f"fresh_{size}_decoded"))
+        rows.append(
+            (
+                f"step on {size} events + a summary, compaction on, fresh instance, CPU ms",
+                f"fresh_{size}_compacted_cpu_ms",
+            )
+        )
+        rows.append(("  records it decoded", f"fresh_{size}_compacted_decoded"))
     for clients in (16, 64):
         rows.append((f"{clients} concurrent callers, invocations/s", f"throughput_{clients}_per_s"))
         rows.append(

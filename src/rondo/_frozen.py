@@ -10,13 +10,17 @@ validates 20,000 of them at once).
 
 from __future__ import annotations
 
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from rondo.errors import FrozenRecordError
 
-__all__ = ["ReadOnlyDict", "ReadOnlyList", "empty_list", "empty_map"]
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["ReadOnlyDict", "ReadOnlyList", "empty_list", "empty_map", "replaced"]
 
 T = TypeVar("T")
+M = TypeVar("M", bound="BaseModel")
 
 
 def _refuse(*args: Any, **kwargs: Any) -> NoReturn:
@@ -65,3 +69,21 @@ def empty_map() -> dict[Any, Any]:
 def empty_list() -> list[Any]:
     """The shared empty read-only list (a `default_factory`)."""
     return _EMPTY_LIST
+
+
+_new = object.__new__
+_put = object.__setattr__
+
+
+def replaced(record: M, /, **update: Any) -> M:
+    """`record.model_copy(update=update)` for the frozen record types, in a handful of C
+    calls: pydantic's copies the record's dict and sets through `copy.copy` (~17 Python
+    calls), a cost the tool loop paid on every call id it added or stripped (issue 25.5).
+    Records are immutable, so sharing the unchanged field values is what a shallow copy does
+    anyway. Not for models with extra fields."""
+    copied = _new(type(record))
+    _put(copied, "__dict__", {**record.__dict__, **update})
+    _put(copied, "__pydantic_fields_set__", record.__pydantic_fields_set__.union(update))
+    _put(copied, "__pydantic_extra__", None)
+    _put(copied, "__pydantic_private__", record.__pydantic_private__)
+    return copied

@@ -9,6 +9,7 @@ event will carry (the runner applies it when the event is stored).
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -256,23 +257,40 @@ class Demand:
     the consumer asks for the next. Work running beside the loop (concurrent tool calls, a
     sub-agent answering as a tool) waits here before it starts a model or tool call, so a
     consumer that stops — with or without `aclose()` — starts nothing more.
+
+    A flag and, only while someone waits, their futures (an `asyncio.Event` cost the runner
+    a few Python calls on every item it yields, issue 25.5). Check `paused` before awaiting
+    `wait()`: not paused, there is nothing to wait for.
     """
 
-    __slots__ = ("_ready",)
+    __slots__ = ("_waiters", "paused")
 
     def __init__(self) -> None:
-        self._ready = asyncio.Event()
-        self._ready.set()
+        self.paused = False
+        self._waiters: list[asyncio.Future[None]] | None = None
 
     def pause(self) -> None:
-        self._ready.clear()
+        self.paused = True
 
     def resume(self) -> None:
-        self._ready.set()
+        self.paused = False
+        if self._waiters is not None:
+            self.wake()
+
+    def wake(self) -> None:
+        """Let everyone waiting go on (the consumer asked for the next item)."""
+        waiters, self._waiters = self._waiters or [], None
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def wait(self) -> None:
-        if not self._ready.is_set():
-            await self._ready.wait()
+        while self.paused:
+            waiter = asyncio.get_running_loop().create_future()
+            if self._waiters is None:
+                self._waiters = []
+            self._waiters.append(waiter)
+            await waiter
 
 
 @dataclass(slots=True)
@@ -345,35 +363,17 @@ class _EndFlag:
         self.value = value
 
 
-class InvocationContext:
-    """Everything one invocation needs: session, services, plugins, config, the current agent."""
+@functools.cache
+def _default_run_config() -> RunConfig:
+    """The settings of a run given none (frozen: one object serves every such run)."""
+    return RunConfig()
 
-    __slots__ = (
-        "_end",
-        "_shared",
-        "agent",
-        "answers",
-        "app_name",
-        "artifact_service",
-        "branch",
-        "guard",
-        "invocation_id",
-        "isolation_scope",
-        "memory_service",
-        "node",
-        "observe",
-        "plugins",
-        "root_agent",
-        "run_config",
-        "run_id",
-        "session",
-        "session_service",
-        "sink",
-        "sub_run",
-        "trace",
-        "user_content",
-        "user_id",
-    )
+
+class InvocationContext:
+    """Everything one invocation needs: session, services, plugins, config, the current agent.
+
+    No `__slots__`: `for_agent` copies a context once per agent run, and copying an
+    instance dict is one call where ~24 slots took ~50 (issue 25.5)."""
 
     def __init__(
         self,
@@ -409,7 +409,7 @@ class InvocationContext:
         self.run_id = run_id
         self.agent: AgentNode = agent
         self.root_agent: AgentNode = root_agent
-        self.run_config = run_config or RunConfig()
+        self.run_config = run_config or _default_run_config()
         self.user_content = user_content
         self.artifact_service = artifact_service
         self.memory_service = memory_service
@@ -446,8 +446,7 @@ class InvocationContext:
         """A context for `agent` in the same invocation (counters and temp state shared; the
         same agent's contexts also share `end_invocation`, another agent gets its own)."""
         child = object.__new__(InvocationContext)
-        for name in InvocationContext.__slots__:
-            object.__setattr__(child, name, getattr(self, name))
+        child.__dict__.update(self.__dict__)
         if agent is not self.agent:
             child._end = _EndFlag(self._end.value)
         child.agent = agent
@@ -463,8 +462,10 @@ class InvocationContext:
         """A record of this invocation: its invocation and run ids, branch and isolation
         scope copied from this context (`fields` may name another branch or scope), authored
         by the current agent unless `author` says who."""
-        fields.setdefault("branch", self.branch)
-        fields.setdefault("isolation_scope", self.isolation_scope)
+        if "branch" not in fields:  # (tested in line: one record per new_event)
+            fields["branch"] = self.branch
+        if "isolation_scope" not in fields:
+            fields["isolation_scope"] = self.isolation_scope
         return Event(
             author=self.agent.name if author is None else author,
             invocation_id=self.invocation_id,

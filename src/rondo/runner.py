@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from rondo.agents.base import BaseAgent, Item
 from rondo.errors import (
@@ -224,10 +224,19 @@ class Runner:
         run_config: RunConfig | None = None,
         state_delta: Mapping[str, object] | None = None,
     ) -> AsyncGenerator[Event, None]:
-        """Run one invocation and yield its records; each is stored before it is yielded."""
-        return _records(
-            self.execute(user_id, session_id, new_message, run_config, state_delta, observe=False)
+        """Run one invocation and yield its records; each is stored before it is yielded.
+
+        (The execution itself, asked for records only: no wrapping generator around it.)"""
+        records = self.execute(
+            user_id,
+            session_id,
+            new_message,
+            run_config,
+            state_delta,
+            observe=False,
+            records_only=True,
         )
+        return cast("AsyncGenerator[Event, None]", records)
 
     def stream_async(
         self,
@@ -493,11 +502,13 @@ class Runner:
         reports: list[RunReport] | None = None,
         demand: Demand | None = None,
         guard: Any = None,
+        records_only: bool = False,
     ) -> AsyncGenerator[Item, None]:
         """The one execution path behind every entry point: yields records and, with
-        `observe`, the lifecycle events built alongside them. `result`, when given, is
-        filled with what `RunResult` reports. A sub-run passes its caller's `demand` and
-        budget keeper (`guard`: one budget for the run and the agents it runs as tools)."""
+        `observe`, the lifecycle events built alongside them. `reports`, when given, gets
+        what `RunResult` reports. A sub-run passes its caller's `demand` and
+        budget keeper (`guard`: one budget for the run and the agents it runs as tools).
+        `records_only`: yield nothing but records (what `run_async` hands out)."""
         from rondo.events import Event
 
         ctx, resumed = await self._begin(
@@ -511,11 +522,12 @@ class Runner:
         )
         if guard is not None:
             ctx.guard = guard
-        # R7: while the consumer holds an item, work beside the loop starts nothing new.
-        pause, resume = (
-            (_noop, _noop) if demand is not None else (ctx.demand.pause, ctx.demand.resume)
-        )
-        summary = _Summary()
+        # R7: while the consumer holds an item, work beside the loop starts nothing new (a
+        # sub-run's caller does that for it).
+        own = ctx.demand if demand is None else None
+        pause, resume = (_noop, _noop) if own is None else (own.pause, own.resume)
+        # What RunEnd and RunResult report, kept only when one of them is asked for.
+        summary = _Summary() if observe or reports is not None else None
         if observe:
             from rondo.lifecycle import RunStart
 
@@ -527,21 +539,33 @@ class Runner:
         plugins = self.plugin_manager
         early = await self._before_run(ctx)
         if early is not None:
-            summary.record(early)
+            if summary is not None:
+                summary.record(early)
             pause()
             yield early
             resume()
         else:
             stopped: GuardrailTripped | BudgetExceeded | None = None
             try:
-                async with aclosing(ctx.agent.run_async(ctx)) as items:
+                items = ctx.agent.run_async(ctx)
+                try:
                     async for item in items:
                         if isinstance(item, Event):
                             item = await self._on_event(ctx, item)
-                            summary.record(item)
-                        pause()
+                            if summary is not None:
+                                summary.record(item)
+                        elif records_only:
+                            continue
+                        if own is None:
+                            yield item
+                            continue
+                        own.paused = True  # (pause and resume, in line: once per item)
                         yield item
-                        resume()
+                        own.paused = False
+                        if own._waiters is not None:  # pyright: ignore[reportPrivateUsage]
+                            own.wake()
+                finally:
+                    await items.aclose()
             except (GuardrailTripped, BudgetExceeded) as exc:
                 if not exc.ends_run_cleanly:
                     raise
@@ -553,7 +577,8 @@ class Runner:
                     records.append(_stop_record(ctx, exc))
                 for record in records:
                     record = await self._on_event(ctx, record)
-                    summary.record(record)
+                    if summary is not None:
+                        summary.record(record)
                     pause()
                     yield record
                     resume()
@@ -563,15 +588,18 @@ class Runner:
                 # log, so a reloaded conversation shows it and the run reads `failed`.
                 record = await self._failure_record(ctx, exc)
                 if record is not None:
-                    summary.record(record)
+                    if summary is not None:
+                        summary.record(record)
                     pause()
                     yield record
                     resume()
                 raise
             if "after_run" in plugins.active:
                 await plugins.run("after_run", ctx)
-            if stopped is not None:
+            if stopped is not None and summary is not None:
                 summary.stopped = stopped
+        if summary is None:
+            return
         report = summary.report(ctx, self.agent)
         if reports is not None:
             reports.append(report)

@@ -157,9 +157,12 @@ def test_server_commands_tune_gc(
 def test_run_routes_are_matched_first(tmp_path: Path) -> None:
     pytest.importorskip("fastapi")
     from rondo.server.app import create_app
+    from rondo.server.hot_routes import HotRoute
 
     app = create_app(tmp_path)
-    paths = [getattr(r, "path", "") for r in app.router.routes]
+    # Issue 25.5: the hot route (the plain requests of a run) goes before every FastAPI route.
+    assert isinstance(app.router.routes[0], HotRoute)
+    paths = [getattr(r, "path", "") for r in app.router.routes[1:]]
     first = set(paths[:3])
     assert first == {"/run", "/run_sse", "/run_lifecycle"}
 

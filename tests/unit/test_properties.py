@@ -7,14 +7,17 @@ import contextlib
 import itertools
 import os
 import string
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from rondo import Content, Event, EventActions, FunctionCall, FunctionResponse, Part
 from rondo.errors import ContentsError
-from rondo.events import PendingCall, ToolConfirmation
-from rondo.flow.contents import INTERRUPTED_CALL_ERROR, ContentsView
+from rondo.events import EventCompaction, PendingCall, ToolConfirmation
+from rondo.flow.compaction import ContextEstimate, estimate_context
+from rondo.flow.compaction import _visible as visible_since_summary  # pyright: ignore[reportPrivateUsage]
+from rondo.flow.contents import INTERRUPTED_CALL_ERROR, ContentsView, build_contents
 from rondo.lifecycle import (
     ActionEnd,
     ActionStart,
@@ -38,6 +41,7 @@ from rondo.lifecycle import (
 )
 from rondo.models import ModelResponse, Usage
 from rondo.models.aggregator import StreamAggregator
+from rondo.sessions.base import EventLog, EventsView
 from rondo.types import Blob, PartialArg
 from tests._require import require_module
 
@@ -229,6 +233,87 @@ def test_c1_c2_only_visible_branches_and_the_same_scope_reach_the_model(
                 assert label in seen, (label, contents)
             elif not visible:
                 assert label not in seen, (label, contents)
+
+
+@st.composite
+def summarized_histories(draw: st.DrawFn) -> list[Event]:
+    """`histories()` with compaction records (any agent, branch, scope and covered window,
+    rolled or not) among them, and now and then timestamps out of order."""
+    events = list(draw(histories()))
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(0, len(events)))
+        # Mostly as compaction writes them (from the start up to a record before this one).
+        first = float(draw(st.sampled_from([-1, 0]) | st.integers(-1, max(at, 0))))
+        last = float(draw(st.integers(int(first), max(at, int(first)) + 2)))
+        events.insert(
+            at,
+            Event(
+                author=draw(st.sampled_from([AGENT, "b"])),
+                branch=draw(st.sampled_from(["", "", "x", "x.y"])),
+                isolation_scope=draw(st.sampled_from(["", "", "s1"])),
+                timestamp=last + 0.5,
+                actions=EventActions(
+                    compaction=EventCompaction(
+                        start_timestamp=first,
+                        end_timestamp=last,
+                        compacted_content=Content.user(f"summary {first}-{last}"),
+                    )
+                ),
+            ),
+        )
+    if events and draw(st.booleans()):  # a record appended late, or a clock stepping back
+        at = draw(st.integers(0, len(events) - 1))
+        stamp = float(draw(st.integers(-1, len(events))))
+        events[at] = events[at].model_copy(update={"timestamp": stamp})
+    return events
+
+
+@PROPERTIES
+@given(summarized_histories(), st.sampled_from(["", "x", "x.y"]), st.sampled_from(["", "s1"]))
+def test_25_4_reading_from_the_newest_summary_equals_reading_everything(
+    events: list[Event], branch: str, scope: str
+) -> None:
+    """K3: the contents and the K2 estimate built past what the newest summary replaces are
+    those built from every record (the view and the estimate skip only a provable head)."""
+    log = EventLog(events)
+    n = len(events)
+    full = ContentsView(AGENT, branch, scope, 0, compaction=True)
+    full.advance(events, n)
+    try:
+        expected = full.contents(invocation_id=REQUESTING)
+    except ContentsError:
+        with pytest.raises(ContentsError):
+            build_contents(
+                EventsView(log),
+                agent_name=AGENT,
+                branch=branch,
+                isolation_scope=scope,
+                compaction=True,
+                invocation_id=REQUESTING,
+            )
+        return
+    skipped = build_contents(
+        EventsView(log),
+        agent_name=AGENT,
+        branch=branch,
+        isolation_scope=scope,
+        compaction=True,
+        invocation_id=REQUESTING,
+    )
+    assert skipped == expected
+    whole = ContextEstimate(branch, scope, 0)
+    whole.advance(log, n)
+    estimate = estimate_context(EventsView(EventLog(events)), branch, scope)
+    assert (estimate.tokens, estimate.message_count) == (whole.tokens, whole.message_count)
+    # What a new summary would cover: the visible records newer than the newest summary.
+    seen = [e for e in events if _visible(e, branch, scope)]
+    summaries = [e.actions.compaction for e in seen if e.actions.compaction is not None]
+    newer = [e for e in seen if e.actions.compaction is None]
+    if summaries:
+        newer = [e for e in newer if e.timestamp > summaries[-1].end_timestamp]
+    session = SimpleNamespace(events=EventsView(EventLog(events)))
+    ctx: Any = SimpleNamespace(session=session, branch=branch, isolation_scope=scope)
+    assert visible_since_summary(ctx) == (newer, summaries[-1] if summaries else None)
 
 
 # -- the stream aggregator ----------------------------------------------------------------------

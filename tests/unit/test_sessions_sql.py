@@ -262,65 +262,58 @@ FAIL_USER_STATE_WRITES = {
 # -- the event-log cache -----------------------------------------------------------------------
 
 
-async def test_get_session_decodes_only_the_events_appended_since(
-    sql_backend: Backend, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_get_session_decodes_only_the_events_appended_since(sql_backend: Backend) -> None:
     writer = sql_backend.make()
     reader = sql_backend.make()
     session = await writer.create_session(app_name="a", user_id="u", session_id="s")
     for i in range(50):
         await writer.append_event(session, text(f"e{i}"))
 
-    decoded: list[Any] = []
-    real = sql_module._decode_events  # pyright: ignore[reportPrivateUsage]
-
-    def counting(payloads: Any) -> list[Event]:
-        decoded.extend(payloads)
-        return real(payloads)
-
-    monkeypatch.setattr(sql_module, "_decode_events", counting)
+    before = sql_module.decoded_records()
     first = await reader.get_session(app_name="a", user_id="u", session_id="s")
     assert first is not None
-    assert len(decoded) == 50
+    # A new entry's history is decoded as it is read (SPEC K3): nothing yet, all once read.
+    assert sql_module.decoded_records() - before == 0
+    assert len(first.events) == 50
+    assert [e.text for e in first.events][-1] == "e49"
+    assert sql_module.decoded_records() - before == 50
     again = await reader.get_session(app_name="a", user_id="u", session_id="s")
     assert again is not None
-    assert len(decoded) == 50  # nothing changed: one row read, nothing decoded
+    assert again.events[0].text == "e0"
+    assert sql_module.decoded_records() - before == 50  # nothing changed: nothing decoded
     await writer.append_event(session, text("e50"))
     await writer.append_event(session, text("e51"))
     latest = await reader.get_session(app_name="a", user_id="u", session_id="s")
     assert latest is not None
-    assert len(decoded) == 52
+    assert sql_module.decoded_records() - before == 52
     assert latest.events.log is first.events.log
     assert [e.text for e in latest.events][-3:] == ["e49", "e50", "e51"]
     # The writer's own appends are never decoded again.
     mine = await writer.get_session(app_name="a", user_id="u", session_id="s")
     assert mine is not None
-    assert len(decoded) == 52
+    assert sql_module.decoded_records() - before == 52
     assert mine.events[-1] is session.events[-1]
 
 
-async def test_a_bounded_read_loads_only_the_recent_events(
-    sql_backend: Backend, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_bounded_read_loads_only_the_recent_events(sql_backend: Backend) -> None:
     writer = sql_backend.make()
     session = await writer.create_session(app_name="a", user_id="u", session_id="s")
     for i in range(30):
         await writer.append_event(session, text(f"e{i}"))
-    decoded: list[Any] = []
-    real = sql_module._decode_events  # pyright: ignore[reportPrivateUsage]
-    monkeypatch.setattr(sql_module, "_decode_events", lambda ps: decoded.extend(ps) or real(ps))
+    before = sql_module.decoded_records()
     reader = sql_backend.make()
     recent = await reader.get_session(
         app_name="a", user_id="u", session_id="s", num_recent_events=3
     )
     assert recent is not None
     assert [e.text for e in recent.events] == ["e27", "e28", "e29"]
-    assert len(decoded) == 3
+    assert sql_module.decoded_records() - before == 3
     narrower = await reader.get_session(
         app_name="a", user_id="u", session_id="s", num_recent_events=2
     )
     assert narrower is not None
-    assert len(decoded) == 3  # served from the cached window
+    assert [e.text for e in narrower.events] == ["e28", "e29"]
+    assert sql_module.decoded_records() - before == 3  # served from the cached window
     assert narrower.events.log is recent.events.log
 
 
@@ -477,14 +470,16 @@ async def test_a_cleared_derived_cache_never_duplicates_events(tmp_path: Path) -
 
 
 async def test_w5_instances_taking_turns_each_load_only_the_events_the_other_appended(
-    sql_backend: Backend, monkeypatch: pytest.MonkeyPatch
+    sql_backend: Backend,
 ) -> None:
     from rondo import Agent, Runner
     from rondo.testing import ScriptedModel
 
-    decoded: list[str] = []
-    real = sql_module._decode_events  # pyright: ignore[reportPrivateUsage]
-    monkeypatch.setattr(sql_module, "_decode_events", lambda ps: decoded.extend(ps) or real(ps))
+    start = sql_module.decoded_records()
+
+    def decoded() -> int:
+        return sql_module.decoded_records() - start
+
     models = [ScriptedModel(["one-1", "one-2"]), ScriptedModel(["two-1", "two-2"])]
     services = [sql_backend.make(), sql_backend.make()]
     runners = [
@@ -497,13 +492,13 @@ async def test_w5_instances_taking_turns_each_load_only_the_events_the_other_app
             pass
 
     await turn(0, "hello")  # creates the session: its own events, nothing to decode
-    assert len(decoded) == 0
+    assert decoded() == 0
     await turn(1, "from two")  # never saw the session: loads its 2 events
-    assert len(decoded) == 2
+    assert decoded() == 2
     await turn(0, "again")  # knows 2 events: loads the 2 the other instance appended
-    assert len(decoded) == 4
+    assert decoded() == 4
     await turn(1, "last")
-    assert len(decoded) == 6
+    assert decoded() == 6
     conversation = ["hello", "one-1", "from two", "two-1", "again", "one-2", "last"]
     assert [c.text for c in models[1].requests[-1].contents] == conversation
     assert [c.text for c in models[0].requests[-1].contents] == conversation[:5]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
-from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from rondo._callbacks import Callbacks, first_result, normalize_callbacks
@@ -160,11 +159,14 @@ class BaseAgent:
                 yield event
             if ctx.end_invocation:
                 return
-            async with aclosing(body(ctx)) as items:
+            items = body(ctx)
+            try:
                 async for item in items:
                     if trace is not None and trace.capture:
                         answer = _answer(item, answer)
                     yield item
+            finally:
+                await items.aclose()
             if ctx.end_invocation:
                 return
             event = await self._after_agent(ctx)

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 
 from rondo.errors import ModelResponseError
 from rondo.events import Event, EventActions, EventCompaction
-from rondo.flow.contents import is_visible_branch
+from rondo.flow.contents import is_visible_branch, newest_summary, summarized_head
 from rondo.models.base import GenerateConfig, ModelRequest
 from rondo.run_config import CompactionConfig
-from rondo.sessions.base import EventLog, EventsView
+from rondo.sessions.base import EventLog, EventsView, LazyEventLog
 from rondo.types import Content, Part
 
 if TYPE_CHECKING:
@@ -80,6 +80,8 @@ class ContextEstimate:
         self.upto = start
 
     def advance(self, log: EventLog, stop: int) -> None:
+        if type(log) is LazyEventLog and self.upto < stop:
+            log.decode(self.upto, stop)  # in one go, not one by one below
         for index in range(self.upto, stop):
             event = log[index]
             if event.isolation_scope != self._scope:
@@ -127,27 +129,34 @@ def estimate_context(events: EventsView, branch: str, scope: str) -> ContextEsti
     stop = events.start + len(events)
     if estimate is None or estimate.upto > stop:
         estimate = ContextEstimate(branch, scope, events.start)
+        # K3: what the newest summary replaces never counts; it is not read either.
+        estimate.upto = summarized_head(log, events.start, stop, branch, scope)
         log.derived[key] = estimate
     estimate.advance(log, stop)
     return estimate
 
 
 def _visible(ctx: InvocationContext) -> tuple[list[Event], EventCompaction | None]:
-    """Visible non-compaction events newer than the latest summary, and that summary."""
-    latest: EventCompaction | None = None
+    """Visible non-compaction events newer than the latest summary, and that summary. The
+    records the summary covers are not read (K3: a long history is decoded only in part)."""
+    view = ctx.session.events
+    log, start = view.log, view.start
+    stop = start + len(view)
+    branch, scope = ctx.branch, ctx.isolation_scope
+    found = newest_summary(log, start, stop, branch, scope)
+    latest = found[1].actions.compaction if found is not None else None
+    end = latest.end_timestamp if latest is not None else None
     events: list[Event] = []
-    for event in ctx.session.events:
-        if event.isolation_scope != ctx.isolation_scope:
+    for index, stamp in enumerate(log.timestamps(start, stop), start):
+        if end is not None and stamp <= end:
             continue
-        if ctx.branch and not is_visible_branch(ctx.branch, event.branch):
+        event = log[index]
+        if event.isolation_scope != scope:
             continue
-        if event.actions.compaction is not None:
-            latest = event.actions.compaction
+        if branch and not is_visible_branch(branch, event.branch):
             continue
-        events.append(event)
-    if latest is not None:
-        end = latest.end_timestamp
-        events = [e for e in events if e.timestamp > end]
+        if event.actions.compaction is None:
+            events.append(event)
     return events, latest
 
 

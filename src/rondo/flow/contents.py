@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import cast
 
+from rondo._frozen import replaced
 from rondo._ids import CLIENT_CALL_ID_PREFIX
 from rondo.errors import ContentsError
 from rondo.events import NESTED_PAUSE, NO_ACTIONS, Event
-from rondo.sessions.base import EventLog, EventsView
+from rondo.sessions.base import EventLog, EventsView, LazyEventLog
 from rondo.types import Content, FunctionCall, FunctionResponse, Part
 
 __all__ = [
@@ -30,6 +32,8 @@ __all__ = [
     "ContentsView",
     "build_contents",
     "is_visible_branch",
+    "newest_summary",
+    "summarized_head",
 ]
 
 logger = logging.getLogger("rondo.contents")
@@ -50,6 +54,60 @@ def is_visible_branch(invocation_branch: str, event_branch: str) -> bool:
         or invocation_branch == event_branch
         or invocation_branch.startswith(event_branch + ".")
     )
+
+
+def _sees(event: Event, branch: str, scope: str) -> bool:
+    return event.isolation_scope == scope and (
+        not branch or is_visible_branch(branch, event.branch)
+    )
+
+
+def newest_summary(
+    log: EventLog, start: int, stop: int, branch: str, scope: str
+) -> tuple[int, Event] | None:
+    """The newest compaction record in `[start, stop)` a reader on `branch` and `scope` sees,
+    with its index; found without decoding the records that cannot be one."""
+    for index in log.compaction_candidates(start, stop):
+        event = log[index]
+        if event.actions.compaction is not None and _sees(event, branch, scope):
+            return index, event
+    return None
+
+
+def summarized_head(log: EventLog, start: int, stop: int, branch: str, scope: str) -> int:
+    """K3: where a reader of `[start, stop)` that applies compaction records (C5, K2) may
+    begin — past the records the newest summary it sees provably replaces — else `start`.
+
+    That summary replaces, when it is applied, every item with a timestamp in its
+    `[start_timestamp, end_timestamp]`. A head of the log can be left unread when each of its
+    records has such a timestamp and every record between it and the summary is newer than
+    `end_timestamp`: whatever the head held (any branch, any older summary, whose covered
+    events are in the head too), the summary removes it, and nothing the reader keeps moves.
+    Otherwise (timestamps out of order) the whole log is read, as before."""
+    found = newest_summary(log, start, stop, branch, scope)
+    if found is None:
+        return start
+    index, event = found
+    compaction = event.actions.compaction
+    assert compaction is not None
+    first, last = compaction.start_timestamp, compaction.end_timestamp
+    stamps = log.timestamps(start, index)
+    cut = len(stamps)
+    while cut and stamps[cut - 1] > last:
+        cut -= 1
+    if cut and (min(stamps[:cut]) < first or max(stamps[:cut]) > last):
+        return start
+    # An older summary in the head leaves an item at its own end timestamp: covered too?
+    for older in log.compaction_candidates(start, start + cut):
+        record = log[older]
+        covered = record.actions.compaction
+        if (
+            covered is not None
+            and _sees(record, branch, scope)
+            and not first <= covered.end_timestamp <= last
+        ):
+            return start
+    return start + cut
 
 
 class _Item:
@@ -74,14 +132,39 @@ class _Item:
         self.timestamp = timestamp
 
 
+# What a view holds per visible event: an `_Item`, or — for a text-only event when the view
+# applies no compaction (which needs each entry's timestamp) — the record's `Content`
+# itself, so that converting a long history allocates no object per event (a fresh view of
+# 5,000 events added 5,000 objects for the collector to walk, issue 25.5). Such an entry
+# starts a turn exactly when its role is "user" (the view only stores it so when that is
+# who wrote it).
+_Entry = _Item | Content
+
+
+def _calls(entry: _Entry) -> tuple[str, ...] | None:
+    return entry.call_ids if type(entry) is _Item else None
+
+
+def _answered(entry: _Entry) -> tuple[str, ...] | None:
+    return entry.response_ids if type(entry) is _Item else None
+
+
+def _pairs(entry: _Entry) -> tuple[tuple[str, Part], ...] | None:
+    return entry.responses if type(entry) is _Item else None
+
+
+def _content(entry: _Entry) -> Content:
+    return entry.content if type(entry) is _Item else entry  # pyright: ignore[reportReturnType]
+
+
 def _strip_part(part: Part) -> Part:
     fc = part.function_call
     if fc is not None and fc.id and fc.id.startswith(CLIENT_CALL_ID_PREFIX):
-        return part.model_copy(update={"function_call": FunctionCall(name=fc.name, args=fc.args)})
+        return replaced(part, function_call=FunctionCall(name=fc.name, args=fc.args))
     fr = part.function_response
     if fr is not None and fr.id and fr.id.startswith(CLIENT_CALL_ID_PREFIX):
-        return part.model_copy(
-            update={"function_response": FunctionResponse(name=fr.name, response=fr.response)}
+        return replaced(
+            part, function_response=FunctionResponse(name=fr.name, response=fr.response)
         )
     return part
 
@@ -201,16 +284,16 @@ def _answer(pairs: list[tuple[str, Part]]) -> _Item:
     )
 
 
-def _latest_answers(items: Iterable[_Item]) -> dict[str, tuple[int, Part]]:
+def _latest_answers(items: Iterable[_Entry]) -> dict[str, tuple[int, Part]]:
     """call id → (index, part) of its latest response: a later response replaces older ones."""
     latest: dict[str, tuple[int, Part]] = {}
     for index, item in enumerate(items):
-        for cid, part in item.responses or ():
+        for cid, part in _pairs(item) or ():
             latest[cid] = (index, part)
     return latest
 
 
-def _rearrange_latest(items: list[_Item]) -> list[_Item]:
+def _rearrange_latest(items: list[_Entry]) -> list[_Entry]:
     """C6: move the latest response's call/response pair to the end of the history.
 
     Unrelated tool exchanges between the call and the response are kept; other events in
@@ -219,50 +302,53 @@ def _rearrange_latest(items: list[_Item]) -> list[_Item]:
     """
     if len(items) < 2:
         return items
-    rids = items[-1].response_ids
+    rids = _answered(items[-1])
     if not rids:
         return items
-    prev_calls = items[-2].call_ids
+    prev_calls = _calls(items[-2])
     if prev_calls and all(r in prev_calls for r in rids):
         return items
     call_idx = -1
     for idx in range(len(items) - 2, -1, -1):
-        cids = items[idx].call_ids
+        cids = _calls(items[idx])
         if cids and any(r in cids for r in rids):
             call_idx = idx
             break
     if call_idx < 0:
         return items
-    call_ids = items[call_idx].call_ids or ()
+    call_ids = _calls(items[call_idx]) or ()
     if not all(r in call_ids for r in rids):
         raise ContentsError(
             f"the latest function responses {list(rids)} answer calls from more than one "
             "model turn; they cannot be paired"
         )
     between = items[call_idx + 1 : -1]
-    related: list[_Item] = []
-    unrelated: list[_Item] = []
+    related: list[_Entry] = []
+    unrelated: list[_Entry] = []
     for it in between:
-        rids_between = it.response_ids
+        rids_between = _answered(it)
         if rids_between and any(r in call_ids for r in rids_between):
             related.append(it)
             # Answers it holds for other calls stay with those calls.
-            others = [(cid, part) for cid, part in it.responses or () if cid not in call_ids]
+            others = [(cid, part) for cid, part in _pairs(it) or () if cid not in call_ids]
             if others:
                 unrelated.append(_answer(others))
-        elif it.call_ids or rids_between:
+        elif _calls(it) or rids_between:
             unrelated.append(it)
     latest = _latest_answers([*related, items[-1]])
     pairs = [(cid, latest[cid][1]) for cid in call_ids if cid in latest]
     return [*items[:call_idx], *unrelated, items[call_idx], _answer(pairs)]
 
 
-def _rearrange_history(items: list[_Item]) -> list[_Item]:
+def _rearrange_history(items: list[_Entry]) -> list[_Entry]:
     """C6: every call event is followed by its latest responses; orphans are dropped, and a
     response record answering several call events is split between them."""
     latest = _latest_answers(items)
-    out: list[_Item] = []
+    out: list[_Entry] = []
     for item in items:
+        if type(item) is not _Item:
+            out.append(item)  # text: nothing to pair
+            continue
         if item.response_ids:
             continue
         out.append(item)
@@ -275,15 +361,15 @@ def _rearrange_history(items: list[_Item]) -> list[_Item]:
         sources = {latest[cid][0] for cid, _ in pairs}
         if len(sources) == 1:
             source = items[sources.pop()]
-            if source.response_ids == tuple(cid for cid, _ in pairs):
+            if _answered(source) == tuple(cid for cid, _ in pairs):
                 out.append(source)  # the common case: reuse the record as it is
                 continue
         out.append(_answer(pairs))
     return out
 
 
-def _repair(items: list[_Item]) -> list[Content]:
-    return [item.content for item in _rearrange_history(_rearrange_latest(items))]
+def _repair(items: list[_Entry]) -> list[Content]:
+    return [_content(item) for item in _rearrange_history(_rearrange_latest(items))]
 
 
 class ContentsView:
@@ -313,7 +399,7 @@ class ContentsView:
         self._branch = branch
         self._scope = scope
         self._compaction = compaction
-        self._items: list[_Item] = []
+        self._items: list[_Entry] = []
         self._out: list[Content] = []
         self._out_valid = True
         self._all_calls: set[str] = set()
@@ -331,6 +417,8 @@ class ContentsView:
 
     def advance(self, log: EventLog | list[Event], stop: int) -> None:
         """Convert the events `[upto, stop)` of the log."""
+        if type(log) is LazyEventLog and self.upto < stop:
+            log.decode(self.upto, stop)  # in one go, not one by one below
         branch = self._branch
         scope = self._scope
         agent = self._agent
@@ -377,7 +465,11 @@ class ContentsView:
                         turn_start = author == "user"
                         if turn_start:
                             self._turn_start = len(items)
-                        items.append(_Item(content, None, None, turn_start, values["timestamp"]))
+                        if self._compaction or turn_start != (content.role == "user"):
+                            entry = _Item(content, None, None, turn_start, values["timestamp"])
+                            items.append(entry)
+                        else:
+                            items.append(content)
                         if self._out_valid:
                             self._out.append(content)
                         continue
@@ -398,23 +490,26 @@ class ContentsView:
 
     def _apply_compaction(self, start: float, end: float, summary: Content) -> None:
         """Replace the items in [start, end] by the summary, once (then incremental again)."""
-        kept: list[_Item] = []
+        # (A view that applies compaction holds `_Item`s only.)
+        entries = cast(list[_Item], self._items)
+        kept: list[_Entry] = []
         position = -1
-        for item in self._items:
+        for item in entries:
             if start <= item.timestamp <= end:
                 if position < 0:
                     position = len(kept)
                 continue
             kept.append(item)
+        items = cast(list[_Item], kept)
         if position < 0:
-            position = sum(1 for item in kept if item.timestamp < start)
-        kept.insert(position, _Item(summary, None, None, False, end))
+            position = sum(1 for item in items if item.timestamp < start)
+        items.insert(position, _Item(summary, None, None, False, end))
         self._items = kept
-        self._all_calls = {c for it in kept for c in it.call_ids or ()}
-        self._responded = {r for it in kept for r in it.response_ids or ()}
+        self._all_calls = {c for it in items for c in it.call_ids or ()}
+        self._responded = {r for it in items for r in it.response_ids or ()}
         self._unanswered = {c: v for c, v in self._unanswered.items() if c in self._all_calls}
         self._sealed = {c: it for c, it in self._sealed.items() if any(it is k for k in kept)}
-        self._turn_start = max((i for i, it in enumerate(kept) if it.turn_start), default=-1)
+        self._turn_start = max((i for i, it in enumerate(items) if it.turn_start), default=-1)
         self._out_valid = False
 
     def _add(self, item: _Item) -> None:
@@ -437,11 +532,11 @@ class ContentsView:
             prev = items[-1] if items else None
             # Regular: right after its calls, each answered once, in call order (a record
             # answering in another order is rebuilt in call order, like any irregular one).
+            prev_calls = _calls(prev) if prev is not None else None
             regular = (
-                prev is not None
-                and prev.call_ids is not None
+                prev_calls is not None
                 and not any(r in self._responded for r in rids)
-                and rids == tuple(c for c in prev.call_ids if c in rids)
+                and rids == tuple(c for c in prev_calls if c in rids)
             )
             self._responded.update(known)
             unanswered = self._unanswered
@@ -488,7 +583,7 @@ class ContentsView:
         items = self._items
         for cid, name in stale:
             del self._unanswered[cid]
-            at = next(i for i in range(len(items) - 1, -1, -1) if cid in (items[i].call_ids or ()))
+            at = next(i for i in range(len(items) - 1, -1, -1) if cid in (_calls(items[i]) or ()))
             part = _strip_part(
                 Part(
                     function_response=FunctionResponse(
@@ -497,7 +592,9 @@ class ContentsView:
                 )
             )
             synthetic = _answer([(cid, part)])
-            synthetic.timestamp = items[at].timestamp  # compaction keeps it with its call
+            call = items[at]
+            if type(call) is _Item:  # compaction keeps it with its call
+                synthetic.timestamp = call.timestamp
             items.insert(at + 1, synthetic)
             self._sealed[cid] = synthetic
             if at + 1 <= self._turn_start:
@@ -513,20 +610,20 @@ class ContentsView:
         if self._unanswered and invocation_id is not None:
             self._answer_interrupted(invocation_id)
         items = self._items
+        last = items[-1] if items else None
+        answers = last.response_ids if type(last) is _Item else None
         if current_turn_only and self._turn_start >= 0:
             result = _repair(items[self._turn_start :])
         elif (
-            items
-            and items[-1].response_ids
+            answers
             and len(items) >= 2
-            and not (
-                items[-2].call_ids and any(r in items[-2].call_ids for r in items[-1].response_ids)
-            )
+            and not ((calls := _calls(items[-2])) and any(r in calls for r in answers))
         ):
+            # The latest answers are not right after their calls: C6 moves them there.
             result = _repair(items)
         else:
             if not self._out_valid:
-                self._out = [it.content for it in _rearrange_history(items)]
+                self._out = [_content(it) for it in _rearrange_history(items)]
                 self._out_valid = True
             result = list(self._out)
         if result and result[-1].role != "user":
@@ -555,6 +652,8 @@ def build_contents(
     view: ContentsView | None = log.derived.get(key)
     if view is None or view.upto > stop:
         fresh = ContentsView(agent_name, branch, isolation_scope, start, compaction)
+        if compaction:  # K3: what the newest summary replaces is never read
+            fresh.upto = summarized_head(log, start, stop, branch, isolation_scope)
         if view is None:
             log.derived[key] = fresh
         view = fresh

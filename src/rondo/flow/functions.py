@@ -218,7 +218,9 @@ async def run_call(
     """
     started = time.perf_counter()
     actions = Actions()
-    await ctx.demand.wait()  # R7: nothing starts while the consumer is not asking
+    demand = ctx.demand
+    if demand.paused:
+        await demand.wait()  # R7: nothing starts while the consumer is not asking
     tctx = ToolContext(
         ctx,
         function_call_id=call.id,
@@ -434,8 +436,7 @@ async def _dispatch(
 ) -> AsyncGenerator[Item, None]:
     """Run the calls; what they send comes out in order, then `outcomes` holds them.
 
-    Nobody watching and one call: it runs inline (no task). Otherwise each call is a task
-    with a sink for what it sends — its `ToolCallStart`, progress, sub-agent lifecycle events,
+    Each call is a task with a sink for what it sends — its `ToolCallStart`, progress, sub-agent lifecycle events,
     records of task agents in this session (stored before the sender goes on) — and, when
     observed, each call's `ToolCallEnd` follows as it completes. `ActionStart` precedes the
     first call that starts: a round whose calls all wait for a confirmation has none (seed
@@ -443,26 +444,10 @@ async def _dispatch(
     """
 
     def run(call: FunctionCall, call_ctx: InvocationContext) -> Awaitable[CallOutcome]:
-        cid = call.id or ""
-        return run_call(
-            agent,
-            call_ctx,
-            call,
-            tools,
-            reason_id,
-            confirmations.get(cid),
-            prefilled.get(cid),
-            cid in held,
-            nested.get(cid) if nested else None,
+        return _start_call(
+            agent, call_ctx, call, tools, reason_id, confirmations, prefilled, held, nested
         )
 
-    if (
-        not ctx.observe
-        and len(calls) == 1
-        and not getattr(tools.get(calls[0].name), "yields_events", False)
-    ):
-        outcomes.append(await run(calls[0], ctx))
-        return
     queue: asyncio.Queue[tuple[Any, asyncio.Future[None] | None]] = asyncio.Queue()
     sink = EventSink(queue.put_nowait)
     limit = agent.max_concurrent_tool_calls
@@ -487,6 +472,32 @@ async def _dispatch(
             async for item in items:
                 yield item
     outcomes.extend(t.result() for t in started)
+
+
+def _start_call(
+    agent: LlmAgentView,
+    call_ctx: InvocationContext,
+    call: FunctionCall,
+    tools: dict[str, BaseTool],
+    reason_id: str,
+    confirmations: dict[str, ToolConfirmation],
+    prefilled: dict[str, dict[str, object]],
+    held: frozenset[str],
+    nested: dict[str, list[FunctionResponse]] | None,
+) -> Awaitable[CallOutcome]:
+    """One call of the step, with what this round knows about it by its id."""
+    cid = call.id or ""
+    return run_call(
+        agent,
+        call_ctx,
+        call,
+        tools,
+        reason_id,
+        confirmations.get(cid),
+        prefilled.get(cid),
+        cid in held,
+        nested.get(cid) if nested else None,
+    )
 
 
 async def _gated(gate: asyncio.Semaphore, run: Awaitable[CallOutcome]) -> CallOutcome:
@@ -544,25 +555,40 @@ async def handle_function_calls(
         refused, stop = ctx.guard.admit(calls)
         if refused:
             prefilled = {**(prefilled or {}), **refused}
-    dispatch = _dispatch(
-        agent,
-        ctx,
-        calls,
-        tools,
-        reason_id,
-        confirmations or {},
-        prefilled or {},
-        outcomes,
-        held,
-        nested,
-    )
+    confirmations, prefilled = confirmations or {}, prefilled or {}
     action_started = False
     try:
-        async with aclosing(dispatch) as items:
-            async for item in items:
-                if isinstance(item, ActionStart):
-                    action_started = True
-                yield item
+        if (
+            not ctx.observe
+            and len(calls) == 1
+            and not getattr(tools.get(calls[0].name), "yields_events", False)
+        ):
+            # Nobody watching and one call: it runs inline (no task, no generator).
+            outcomes.append(
+                await _start_call(
+                    agent, ctx, calls[0], tools, reason_id, confirmations, prefilled, held, nested
+                )
+            )
+        else:
+            dispatch = _dispatch(
+                agent,
+                ctx,
+                calls,
+                tools,
+                reason_id,
+                confirmations,
+                prefilled,
+                outcomes,
+                held,
+                nested,
+            )
+            try:
+                async for item in dispatch:
+                    if isinstance(item, ActionStart):
+                        action_started = True
+                    yield item
+            finally:
+                await dispatch.aclose()
     except BaseException:
         if ctx.trace is not None:
             _end_spans(outcomes, None)

@@ -51,7 +51,9 @@ MAX_THOUGHT_ONLY_TURNS = 10
 
 def _is_thought_only(event: Event) -> bool:
     content = event.content
-    return content is not None and bool(content.parts) and all(p.thought for p in content.parts)
+    if content is None or not content.parts or not content.parts[0].thought:
+        return False  # (the common answer, decided without a generator)
+    return all(p.thought for p in content.parts)
 
 
 def _reason_start(ctx: InvocationContext, reason_id: str, request: ModelRequest) -> ReasonStart:
@@ -143,11 +145,14 @@ class Flow:
         thought_only_turns = 0
         while True:
             last: Event | None = None
-            async with aclosing(self._run_one_step(ctx)) as step:
+            step = self._run_one_step(ctx)
+            try:
                 async for item in step:
                     yield item
                     if isinstance(item, Event):
                         last = item
+            finally:
+                await step.aclose()
             if last is None or ctx.end_invocation:
                 return
             if last.is_final_response():
@@ -172,6 +177,8 @@ class Flow:
     async def _preprocess(
         self, ctx: InvocationContext, request: ModelRequest
     ) -> AsyncGenerator[Item, None]:
+        """The request processors on their own (a live connection rebuilding its request);
+        a step runs them in line, one async generator fewer per step (issue 25.5)."""
         for processor in self.processors:
             result: Any = processor(self, ctx, request)
             if result is None:
@@ -188,13 +195,23 @@ class Flow:
         agent = self.agent
         request = ModelRequest(model=self.model.name)
         waits = False
-        async with aclosing(self._preprocess(ctx, request)) as pre:
-            async for item in pre:
-                yield item
-                if isinstance(item, Event):
-                    # H4: a call continued by a processor whose nested run waits again:
-                    # the step stops there, as it would after its own tool dispatch.
-                    waits = waits or item.nested_pause is not None
+        for processor in self.processors:
+            result: Any = processor(self, ctx, request)
+            if result is None:
+                continue
+            if not inspect.isasyncgen(result):
+                await result
+                continue
+            items = cast(AsyncGenerator[Item, None], result)
+            try:
+                async for item in items:
+                    yield item
+                    if isinstance(item, Event):
+                        # H4: a call continued by a processor whose nested run waits again:
+                        # the step stops there, as it would after its own tool dispatch.
+                        waits = waits or item.nested_pause is not None
+            finally:
+                await items.aclose()
         if ctx.end_invocation or waits:
             return
         guard = ctx.guard
@@ -217,7 +234,8 @@ class Flow:
         cb_ctx = CallbackContext(ctx, actions)
         last: Event | None = None
         tripped: GuardrailTripped | None = None
-        async with aclosing(call_model(agent, self.model, ctx, request, cb_ctx)) as responses:
+        responses = call_model(agent, self.model, ctx, request, cb_ctx)
+        try:
             async for response in responses:
                 if (
                     response.content is None
@@ -266,10 +284,15 @@ class Flow:
                     raise tripped
                 if not calls:
                     continue
-                async with aclosing(self._act(ctx, request, event, calls, reason_id)) as acted:
+                acted = self._act(ctx, request, event, calls, reason_id)
+                try:
                     async for item in acted:
                         yield item
+                finally:
+                    await acted.aclose()
                 return
+        finally:
+            await responses.aclose()
         if deltas is not None:
             # The model said nothing, or its stream ended on a partial (F4): the round
             # still ends, with whatever it produced.
@@ -325,14 +348,16 @@ class Flow:
         waiting: Event | None = None  # H4: calls whose nested runs wait
         if tool_event is None:
             dispatch = handle_function_calls(agent, ctx, calls, request.tools, reason_id, held=held)
-            async with aclosing(dispatch) as items:
-                async for item in items:
+            try:
+                async for item in dispatch:
                     if isinstance(item, Event):
                         if item.nested_pause is not None:
                             waiting = item
                         else:
                             tool_event = item
                     yield item
+            finally:
+                await dispatch.aclose()
         if tool_event is None:
             if ctx.observe and (
                 waiting is not None

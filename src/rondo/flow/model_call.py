@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from rondo._callbacks import first_result
-from rondo._frozen import ReadOnlyList
+from rondo._frozen import ReadOnlyList, replaced
 from rondo._ids import new_client_call_id
 from rondo._state_values import check_state_delta
 from rondo.errors import (
@@ -41,18 +41,12 @@ def populate_client_call_ids(response: ModelResponse) -> ModelResponse:
     if all(p.function_call is None or p.function_call.id for p in parts):
         return response
     fresh = [
-        p.model_copy(
-            update={
-                "function_call": p.function_call.model_copy(update={"id": new_client_call_id()})
-            }
-        )
+        replaced(p, function_call=replaced(p.function_call, id=new_client_call_id()))
         if p.function_call is not None and not p.function_call.id
         else p
         for p in parts
     ]
-    return response.model_copy(
-        update={"content": content.model_copy(update={"parts": ReadOnlyList(fresh)})}
-    )
+    return replaced(response, content=replaced(content, parts=ReadOnlyList(fresh)))
 
 
 def check_calls(response: ModelResponse, model: str) -> ModelResponse:
@@ -144,7 +138,9 @@ async def call_model(
     cb_ctx: CallbackContext,
 ) -> AsyncGenerator[ModelResponse, None]:
     """Yield the responses of one model call, after the hooks of SPEC M1 ran on each."""
-    await ctx.demand.wait()  # R7: nothing starts while the consumer is not asking
+    demand = ctx.demand
+    if demand.paused:
+        await demand.wait()  # R7: nothing starts while the consumer is not asking
     plugins = plugins_of(ctx)
     response: Any = None
     if "before_model" in plugins.active:
@@ -202,7 +198,7 @@ async def call_model(
                 # O6: the call's price travels with its usage into the record.
                 usage = priced(model, response.usage)
                 if usage is not response.usage:
-                    response = response.model_copy(update={"usage": usage})
+                    response = replaced(response, usage=usage)
                 if ctx.guard is not None and usage is not None:
                     ctx.guard.add_usage(usage)  # G6: what the budgets count
             if traced is not None and not response.partial:

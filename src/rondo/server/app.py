@@ -29,6 +29,7 @@ from rondo.server.auth import TokenAuth, TokenMiddleware, load_tokens
 from rondo.server.discovery import AppRegistry
 from rondo.server.errors import install_error_handlers
 from rondo.server.guard import RequestGuard
+from rondo.server.hot_routes import install_hot_routes
 from rondo.server.limits import BodyLimit
 from rondo.server.state import ServerState
 from rondo.server.timeouts import ServerTimeouts
@@ -160,6 +161,9 @@ def create_app(
     # Starlette tries routes in order: the run routes and the session routes, which every run
     # requests, go first. No other path overlaps theirs, so matching results are unchanged.
     app.router.routes.sort(key=_match_rank)
+    # Issue 25.5: the requests every run makes skip FastAPI's per-request machinery when
+    # they are plain (rondo.server.hot_routes); anything else still goes to the routes above.
+    install_hot_routes(app)
     if mcp_endpoint is not None:
         app.router.routes.extend(mcp_endpoint.routes)
     if a2a_apps is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -48,6 +48,7 @@ __all__ = [
     "RunInProgressError",
     "SafeRoute",
     "VersionConflictError",
+    "answer_safely",
     "describe",
     "install_error_handlers",
     "status_for",
@@ -188,6 +189,17 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": _internal(exc)}, status_code=500)
 
 
+async def answer_safely(request: Request, handle: Callable[[], Awaitable[Response]]) -> Response:
+    """`handle()`'s answer; an unexpected error becomes the 500 answer right here (the
+    expected ones are raised on to their handlers). See `SafeRoute`."""
+    try:
+        return await handle()
+    except (HTTPException, RequestValidationError, RondoError):
+        raise  # answered by their handlers
+    except Exception as exc:
+        return await _unexpected(request, exc)
+
+
 class SafeRoute(APIRoute):
     """A route whose unexpected errors become a 500 answer right here.
 
@@ -200,12 +212,7 @@ class SafeRoute(APIRoute):
         handler = super().get_route_handler()
 
         async def safe(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except (HTTPException, RequestValidationError, RondoError):
-                raise  # answered by their handlers
-            except Exception as exc:
-                return await _unexpected(request, exc)
+            return await answer_safely(request, lambda: handler(request))
 
         return safe
 

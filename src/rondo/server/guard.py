@@ -59,6 +59,16 @@ class RequestGuard:
         self.app = app
         self.loopback_only = loopback_only
         self.allowed_origins = frozenset(o.rstrip("/") for o in allowed_origins)
+        # Host header → whether it names the loopback (every request sends one of a few).
+        self._loopback: dict[str, bool] = {}
+
+    def _is_loopback(self, host: str) -> bool:
+        known = self._loopback.get(host)
+        if known is None:
+            if len(self._loopback) >= 256:
+                self._loopback.clear()
+            known = self._loopback[host] = is_loopback(_host_name(host))
+        return known
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
@@ -80,7 +90,7 @@ class RequestGuard:
 
     def _problem(self, scope: Scope) -> str | None:
         host = _header(scope, b"host") or ""
-        if self.loopback_only and not is_loopback(_host_name(host)):
+        if self.loopback_only and not self._is_loopback(host):
             return (
                 f"Host {host!r} is not this loopback server's; open it as http://localhost "
                 "or http://127.0.0.1"

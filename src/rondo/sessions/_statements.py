@@ -52,7 +52,8 @@ class SessionStatements:
         # -- reads
         self.session = Sql(f"SELECT {row} {scopes} {where}")
         self.events = Sql(
-            f"SELECT payload FROM {e} WHERE {event_key} AND seq >= :lo AND seq < :hi ORDER BY seq"
+            f"SELECT timestamp, payload FROM {e} WHERE {event_key} AND seq >= :lo AND seq < :hi "
+            "ORDER BY seq"
         )
         self.first_after = Sql(
             f"SELECT min(seq) FROM {e} WHERE {event_key} AND timestamp >= :ts AND seq < :hi"
@@ -64,11 +65,15 @@ class SessionStatements:
             f"(SELECT state FROM {u} WHERE app_name = :app AND user_id = :user)"
         )
         # PostgreSQL: the row and the events after `:known` in one query, when this process
-        # knows the session as it was created at `:created`; otherwise every event.
+        # knows the session as it was created at `:created`; otherwise every event. Their
+        # timestamps come apart from their payloads: a fresh replica decodes only what it reads.
+        after_known = (
+            f"FROM {e} AS e WHERE e.app_name = s.app_name AND e.user_id = s.user_id "
+            "AND e.session_id = s.id AND e.seq >= k.lo AND e.seq < s.version ORDER BY e.seq"
+        )
         self.session_and_events = Sql(
-            f"SELECT {row}, k.lo, ARRAY(SELECT e.payload::text FROM {e} AS e "
-            "WHERE e.app_name = s.app_name AND e.user_id = s.user_id AND e.session_id = s.id "
-            "AND e.seq >= k.lo AND e.seq < s.version ORDER BY e.seq) "
+            f"SELECT {row}, k.lo, ARRAY(SELECT e.payload::text {after_known}), "
+            f"ARRAY(SELECT e.timestamp {after_known}) "
             f"FROM {s} AS s CROSS JOIN LATERAL (SELECT CASE WHEN s.create_time = :created "
             "AND s.version >= :known THEN :known ELSE 0 END AS lo) AS k "
             f"LEFT JOIN {a} AS a ON a.app_name = s.app_name "

@@ -13,7 +13,9 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast, overload
+from typing import Any, Literal, SupportsIndex, cast, overload
+
+from pydantic_core import PydanticSerializationError, to_json
 
 from rondo._frozen import ReadOnlyDict
 from rondo.errors import InvalidIdError, InvalidMessageError
@@ -29,6 +31,7 @@ __all__ = [
     "ClaimResult",
     "EventLog",
     "EventsView",
+    "LazyEventLog",
     "ListSessionsResponse",
     "Session",
     "apply_pending",
@@ -63,8 +66,23 @@ _SESSION_ID = re.compile(r"[A-Za-z0-9._~:@-]+")
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
+# Names and session ids that passed their checks lately: a store checks the key of every
+# get and append, and a server sees the same few again and again (issue 25.5). Bounded.
+_VALID_NAMES: set[str] = set()
+_VALID_IDS: set[str] = set()
+_REMEMBERED = 4096
+
+
+def _remember(valid: set[str], value: str) -> None:
+    if len(valid) >= _REMEMBERED:
+        valid.clear()
+    valid.add(value)
+
+
 def check_session_id(session_id: object) -> str:
     """The session id, or `InvalidIdError` saying what is wrong with it."""
+    if type(session_id) is str and session_id in _VALID_IDS:
+        return session_id
     if not isinstance(session_id, str):
         raise InvalidIdError(f"a session id must be a str, not {type(session_id).__name__}")
     if not session_id:
@@ -79,10 +97,13 @@ def check_session_id(session_id: object) -> str:
             f"session id {session_id!r} may hold only letters, digits and . _ ~ : @ - "
             "(it is used in URLs as it is), and may not be . or .."
         )
+    _remember(_VALID_IDS, session_id)
     return session_id
 
 
 def _check_name(what: str, value: object) -> None:
+    if type(value) is str and value in _VALID_NAMES:
+        return
     if not isinstance(value, str):
         raise InvalidIdError(f"{what} must be a str, not {type(value).__name__}")
     if not value or value.isspace():
@@ -95,6 +116,7 @@ def _check_name(what: str, value: object) -> None:
         raise InvalidIdError(f"{what} {value!r} holds a control character or a lone surrogate")
     if value != value.strip():
         raise InvalidIdError(f"{what} {value!r} starts or ends with whitespace")
+    _remember(_VALID_NAMES, value)
 
 
 def check_scope(app_name: object, user_id: object = None) -> None:
@@ -125,15 +147,24 @@ def check_event_text(event: Event) -> None:
         return
     for part in content.parts:
         text = part.text
-        if text is not None:
-            where = f"the {content.role or 'message'} text"
-            _check_text(where, text)
-        if part.function_response is not None:
-            where = f"the response of {part.function_response.name!r}"
-            _check_strings(where, part.function_response.response, 0)
-        if part.function_call is not None:
-            where = f"the arguments of {part.function_call.name!r}"
-            _check_strings(where, part.function_call.args, 0)
+        if text is not None and not text.isascii():
+            _check_text(f"the {content.role or 'message'} text", text)
+        response = part.function_response
+        if response is not None and response.response:
+            _check_json(f"the response of {response.name!r}", response.response)
+        call = part.function_call
+        if call is not None and call.args:
+            _check_json(f"the arguments of {call.name!r}", call.args)
+
+
+def _check_json(where: str, value: object) -> None:
+    """One C call when the value encodes as UTF-8 JSON (the common case: an append checks
+    each call's arguments and each tool result, issue 25.5); else find the string to blame."""
+    try:
+        to_json(value, serialize_unknown=True)
+    except PydanticSerializationError:
+        _check_strings(where, value)  # raises for a lone surrogate; anything else is left
+        # to the store's own checks (SPEC G3)
 
 
 def _check_text(where: str, text: str) -> None:
@@ -145,7 +176,7 @@ def _check_text(where: str, text: str) -> None:
         )
 
 
-def _check_strings(where: str, value: object, depth: int) -> None:
+def _check_strings(where: str, value: object, depth: int = 0) -> None:
     if isinstance(value, str):
         _check_text(where, value)
     elif depth > 64:
@@ -163,14 +194,194 @@ class EventLog(list[Event]):
     """An append-only list of a session's events, shared by every handle of that session.
 
     `derived` holds incremental views computed from the log (the model-contents view of SPEC
-    C9); they live exactly as long as the log does.
+    C9); they live exactly as long as the log does. A store may hand out a `LazyEventLog`,
+    which decodes its stored records on first access; readers that can skip records ask
+    `timestamps` and `compaction_candidates` first (SPEC K3: a fresh replica decodes only what
+    the model request needs).
     """
 
-    __slots__ = ("derived",)
+    __slots__ = ("_stored", "derived")
+    _stored: _Stored  # a LazyEventLog's records still to decode; never set on a plain log
 
     def __init__(self, events: Sequence[Event] = ()) -> None:
         super().__init__(events)
         self.derived: dict[Any, Any] = {}
+
+    def timestamps(self, start: int, stop: int) -> list[float]:
+        """The timestamps of the records `[start, stop)`, without decoding any."""
+        return [e.timestamp for e in super().__getitem__(slice(start, stop))]
+
+    def compaction_candidates(self, start: int, stop: int) -> Iterator[int]:
+        """Newest first, the indexes in `[start, stop)` that may hold a compaction record (a
+        superset: the caller reads each and checks)."""
+        return iter(range(stop - 1, start - 1, -1))
+
+    def decode(self, start: int, stop: int) -> None:
+        """Make sure the records `[start, stop)` are decoded (nothing to do here)."""
+
+
+# What a stored record's JSON holds when its actions carry a compaction: pydantic writes the
+# key exactly like this, and a quote inside a string value is escaped, so a record without
+# this text holds no compaction (one with it may still be something else: it is checked).
+_COMPACTION_KEY = '"compaction":{'
+
+
+class _Stored:
+    """What a `LazyEventLog` still has to decode: how, and the stored timestamps."""
+
+    __slots__ = ("decode_many", "decode_one", "left", "stamps")
+
+    def __init__(
+        self,
+        decode_one: Callable[[str], Event],
+        decode_many: Callable[[list[str]], list[Event]],
+        stamps: list[float],
+        left: int,
+    ) -> None:
+        self.decode_one = decode_one
+        self.decode_many = decode_many
+        self.stamps = stamps
+        self.left = left
+
+
+# The list's own methods, below a LazyEventLog's (which decode). Called as functions: a
+# lazy log becomes a plain EventLog mid-way once its last record is decoded.
+_get = cast(Callable[[list[Any], Any], Any], list.__getitem__)  # pyright: ignore[reportUnknownMemberType]
+_set = cast(Callable[[list[Any], Any, Any], None], list.__setitem__)  # pyright: ignore[reportUnknownMemberType]
+_iter = cast(Callable[[list[Event]], Iterator[Event]], list.__iter__)  # pyright: ignore[reportUnknownMemberType]
+
+
+def _decoding_first(name: str) -> Any:
+    """A list method of a `LazyEventLog` that needs every record decoded first."""
+    method = getattr(list, name)
+
+    def call(self: LazyEventLog, *args: Any, **kwargs: Any) -> Any:
+        self.decode(0, len(self))
+        return method(self, *args, **kwargs)
+
+    call.__name__ = name
+    return call
+
+
+class LazyEventLog(EventLog):
+    """An `EventLog` of stored records, each decoded on first access (SPEC K3).
+
+    A fresh replica's first request reads only what it needs of a long history — the newest
+    summary and what follows it — so the store hands out the records' stored JSON and their
+    timestamps, and a record is decoded when something reads it (`log[i]`, iteration, any
+    list method). Once every record is decoded the object turns into a plain `EventLog`, so
+    a warm log costs nothing extra on any access.
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        payloads: list[str],
+        stamps: list[float],
+        decode_one: Callable[[str], Event],
+        decode_many: Callable[[list[str]], list[Event]],
+    ) -> None:
+        super().__init__(cast(list[Event], payloads))
+        self._stored = _Stored(decode_one, decode_many, stamps, len(payloads))
+        if not payloads:
+            self.__class__ = EventLog  # pyright: ignore[reportAttributeAccessIssue]
+
+    def _one(self, index: int) -> Event:
+        item: Any = _get(self, index)
+        if type(item) is not str:
+            return item  # (also whenever the log has become a plain EventLog)
+        stored = self._stored
+        event = stored.decode_one(item)
+        _set(self, index, event)
+        stored.left -= 1
+        if not stored.left:
+            self._done()
+        return event
+
+    def _done(self) -> None:
+        del self._stored
+        self.__class__ = EventLog  # pyright: ignore[reportAttributeAccessIssue]
+
+    def decode(self, start: int, stop: int) -> None:
+        start, stop, _ = slice(start, stop).indices(len(self))
+        stored = self._stored
+        items: list[Any] = _get(self, slice(start, stop))
+        raw = [i for i, item in enumerate(items) if type(item) is str]
+        if not raw:
+            return
+        if len(raw) == len(items):
+            _set(self, slice(start, stop), stored.decode_many(items))
+        else:
+            events = stored.decode_many([items[i] for i in raw])
+            for i, event in zip(raw, events, strict=True):
+                _set(self, start + i, event)
+        stored.left -= len(raw)
+        if not stored.left:
+            self._done()
+
+    def timestamps(self, start: int, stop: int) -> list[float]:
+        stamps = self._stored.stamps
+        if stop <= len(stamps):
+            return stamps[start:stop]
+        tail = [e.timestamp for e in _get(self, slice(max(start, len(stamps)), stop))]
+        return stamps[start:stop] + tail
+
+    def compaction_candidates(self, start: int, stop: int) -> Iterator[int]:
+        # Reads the list's items as they are (a lazy log may become plain on the way).
+        for index in range(stop - 1, start - 1, -1):
+            item: Any = _get(self, index)
+            if type(item) is not str or _COMPACTION_KEY in item:
+                yield index
+
+    @overload
+    def __getitem__(self, index: SupportsIndex) -> Event: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Event]: ...
+    def __getitem__(self, index: SupportsIndex | slice) -> Event | list[Event]:
+        if isinstance(index, slice):
+            if index.step is None or index.step == 1:
+                start, stop, _ = index.indices(len(self))
+                self.decode(start, stop)
+            else:
+                self._all()
+            return _get(self, index)
+        return self._one(index.__index__())
+
+    def _all(self) -> None:
+        self.decode(0, len(self))
+
+    def __iter__(self) -> Iterator[Event]:
+        self._all()
+        return _iter(self)
+
+    def __reversed__(self) -> Iterator[Event]:
+        one = LazyEventLog._one  # pyright: ignore[reportPrivateUsage]
+        for index in range(len(self) - 1, -1, -1):
+            yield one(self, index)
+
+    # Everything else reads every record, or changes the list: decode them all first.
+    __contains__ = _decoding_first("__contains__")
+    __eq__ = _decoding_first("__eq__")
+    __ne__ = _decoding_first("__ne__")
+    __repr__ = _decoding_first("__repr__")
+    __add__ = _decoding_first("__add__")
+    __mul__ = _decoding_first("__mul__")
+    copy = _decoding_first("copy")
+    index = _decoding_first("index")
+    count = _decoding_first("count")
+    __setitem__ = _decoding_first("__setitem__")
+    __delitem__ = _decoding_first("__delitem__")
+    insert = _decoding_first("insert")
+    pop = _decoding_first("pop")
+    remove = _decoding_first("remove")
+    sort = _decoding_first("sort")
+    reverse = _decoding_first("reverse")
+    clear = _decoding_first("clear")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> Any:
+        return (EventLog, (list(self),))
 
 
 class EventsView(Sequence[Event]):
@@ -292,10 +503,12 @@ class Session:
         if target is not None:
             self._after_rewind(event, target, version, pending)
             return
-        self.events._extend_to(self.events._stop + 1)  # pyright: ignore[reportPrivateUsage]
-        for key, value in event.actions.state_delta.items():
-            if not key.startswith(TEMP_PREFIX):
-                self.state[key] = value
+        self.events._stop += 1  # pyright: ignore[reportPrivateUsage]
+        delta = event.actions.state_delta
+        if delta:
+            for key, value in delta.items():
+                if not key.startswith(TEMP_PREFIX):
+                    self.state[key] = value
         self.pending = pending
         self.version = version
         self.last_update_time = event.timestamp

@@ -48,7 +48,8 @@ class _Stored:
     visible: tuple[int, EventLog, list[Event]] | None = None
 
     def view(self) -> tuple[EventLog, list[Event]]:
-        """The log readers see and the records rewinds hide."""
+        """The log readers see and the records rewinds hide (callers skip the call when the
+        log holds no rewind: `rewinds` is 0)."""
         if not self.rewinds:
             return self.log, []
         cached = self.visible
@@ -93,7 +94,7 @@ class InMemorySessionService(BaseSessionService):
     def _handle(
         self, app_name: str, user_id: str, session_id: str, stored: _Stored, start: int = 0
     ) -> Session:
-        log, rewound = stored.view()
+        log, rewound = stored.view() if stored.rewinds else (stored.log, ())
         return Session(
             id=session_id,
             app_name=app_name,
@@ -145,7 +146,7 @@ class InMemorySessionService(BaseSessionService):
         if stored is None:
             return None
         start = 0
-        log, _ = stored.view()
+        log = stored.view()[0] if stored.rewinds else stored.log
         if after_timestamp is not None:
             start = _first_after(log, after_timestamp)
         if num_recent_events is not None:
@@ -155,7 +156,9 @@ class InMemorySessionService(BaseSessionService):
     async def append_event(self, session: Session, event: Event) -> Event:
         if event.partial:
             return event
-        check_state_delta(event.actions.state_delta)  # before anything is written (SPEC G3)
+        delta = event.actions.state_delta
+        if delta:
+            check_state_delta(delta)  # before anything is written (SPEC G3)
         check_event_text(event)
         stored = self._sessions.get((session.app_name, session.user_id, session.id))
         if stored is None:
@@ -179,7 +182,7 @@ class InMemorySessionService(BaseSessionService):
                 if rewind:  # a rewind's None removes the key
                     for key in [k for k, v in sess.items() if v is None]:
                         del stored.state[key]
-        shown, _ = stored.view()
+        shown = stored.view()[0] if stored.rewinds else stored.log
         stored.log.append(event)
         stored.version += 1
         stored.last_update_time = event.timestamp

@@ -51,6 +51,7 @@ from rondo.sessions.base import (
     ClaimResult,
     EventLog,
     EventsView,
+    LazyEventLog,
     ListSessionsResponse,
     Session,
     apply_pending,
@@ -64,7 +65,7 @@ from rondo.sessions.base import (
 )
 from rondo.sessions.rewind import CREATED_AUTHOR, apply_rewinds, pending_calls
 
-__all__ = ["SqlSessionService", "default_sqlite_url"]
+__all__ = ["SqlSessionService", "decoded_records", "default_sqlite_url"]
 
 _Key = tuple[str, str, str]
 # Where a cached log records the cache entry it belongs to.
@@ -107,6 +108,16 @@ class _Cached:
         self.version += len(events)
         self.rewinds += sum(1 for e in events if e.actions.rewind_before_invocation_id)
 
+    def load(self, payloads: list[str], stamps: list[float]) -> None:
+        """Start the empty log with these stored records, decoded when read (SPEC K3)."""
+        log = LazyEventLog(payloads, stamps, _decode_event, _decode_events)
+        log.derived[_OWNER] = self
+        self.log = log
+        self.version += len(payloads)
+        # The rewind records among them: only those that may be one are read.
+        maybe = [i for i, p in enumerate(payloads) if _REWIND_KEY in p]
+        self.rewinds = sum(1 for i in maybe if log[i].actions.rewind_before_invocation_id)
+
     def view(self, start: int, stop: int) -> tuple[EventLog, int, int, list[Event]]:
         """The log a handle of the events `[start, stop)` reads, its bounds in it, and what
         rewinds hide."""
@@ -142,7 +153,8 @@ class _Cached:
 
 @dataclass(slots=True)
 class _Read:
-    """What one `get_session` query found: the session row and the events to add."""
+    """What one `get_session` query found: the session row and the events to add (their
+    stored JSON and timestamps: decoding is left to whoever reads them)."""
 
     version: int
     created: float
@@ -152,16 +164,22 @@ class _Read:
     app_state: dict[str, Any] | None
     user_state: dict[str, Any] | None
     start: int  # the first seq the handle shows
-    loaded_from: int  # the seq of `events[0]`
+    loaded_from: int  # the seq of `payloads[0]`
     fresh: bool  # the events start a new cache entry
-    events: list[Event]
+    payloads: list[str]
+    stamps: list[float]
 
 
 def _read(
-    row: Sequence[Any], start: int, loaded_from: int, usable: bool, payloads: Sequence[str]
+    row: Sequence[Any],
+    start: int,
+    loaded_from: int,
+    usable: bool,
+    payloads: list[str],
+    stamps: list[float],
 ) -> _Read:
-    """A `_Read` from the session row (version, times, states, pending) and the payloads of the
-    events from `loaded_from` on."""
+    """A `_Read` from the session row (version, times, states, pending) and the payloads and
+    timestamps of the events from `loaded_from` on."""
     version, created, update_time, state, pending, app_state, user_state = row
     return _Read(
         version,
@@ -174,7 +192,8 @@ def _read(
         start,
         loaded_from,
         not usable,
-        _decode_events(payloads),
+        payloads,
+        stamps,
     )
 
 
@@ -188,14 +207,36 @@ def _encode_event(event: Event) -> str:
     return event.model_dump_json(exclude_defaults=True)
 
 
+_decoded = 0  # records this process decoded from stored payloads (`decoded_records`)
+
+
+def decoded_records() -> int:
+    """How many `Event` records this process has decoded from stored payloads so far (a
+    count for tests and benchmarks: what a fresh replica's first request costs)."""
+    return _decoded
+
+
 def _decode_events(payloads: Sequence[str]) -> list[Event]:
     """Events from their stored JSON texts, each validated as an `Event` — through Event's
     validator directly: `model_validate_json` is a Python frame per event, which a long
     history pays 20,000 times on a fresh replica."""
+    global _decoded
     if not payloads:
         return []
+    _decoded += len(payloads)
     validate = Event.__pydantic_validator__.validate_json  # built on first use (defer_build)
     return [_compact(validate(p)) for p in payloads]
+
+
+def _decode_event(payload: str) -> Event:
+    """One stored event (a `LazyEventLog` reading one record)."""
+    global _decoded
+    _decoded += 1
+    return _compact(Event.__pydantic_validator__.validate_json(payload))
+
+
+# A stored rewind record's JSON holds this (its value is a string; None is never stored).
+_REWIND_KEY = '"rewind_before_invocation_id":"'
 
 
 def _dumps(value: Any) -> str:
@@ -482,12 +523,14 @@ class SqlSessionService(BaseSessionService):
         )
         lo = known[1] if known is not None and usable else start
         payloads: list[str] = []
+        stamps: list[float] = []
         if lo < version:
             rows = await ex.fetch(self._sql.events, {**params, "lo": lo, "hi": version})
             if len(rows) != version - lo:
                 raise _Changed
-            payloads = [p for (p,) in rows]
-        return _read(row[:7], start, lo, usable, payloads)
+            stamps = [t for t, _ in rows]
+            payloads = [p for _, p in rows]
+        return _read(row[:7], start, lo, usable, payloads, stamps)
 
     async def _read_all_pg(
         self, ex: Executor, params: _Params, known: tuple[float, int, int] | None
@@ -504,9 +547,9 @@ class SqlSessionService(BaseSessionService):
         if not rows:
             return None
         row = rows[0]
-        version, created, lo, payloads = row[0], row[1], row[7], row[8]
+        version, created, lo, payloads, stamps = row[0], row[1], row[7], row[8], row[9]
         usable = whole is not None and whole[0] == created and whole[1] <= version
-        return _read(row[:7], 0, lo, usable, payloads)
+        return _read(row[:7], 0, lo, usable, payloads, stamps)
 
     async def _append_tx(
         self,
@@ -657,13 +700,17 @@ class SqlSessionService(BaseSessionService):
             return None
         version = read.version
         hit = entry is not None and not read.fresh and entry.version == version
-        if entry is None or read.fresh:
+        new = entry is None or read.fresh
+        if entry is None or new:
             entry = _Cached(read.created, read.loaded_from)
-        # Skips the events another task added meanwhile (`_Cached.add`, in one go).
-        events = read.events
+        # Skips the events another task added meanwhile (`_Cached.add`, in one go); a new
+        # entry's history is decoded as it is read (SPEC K3).
+        payloads = read.payloads
         skip = entry.version - read.loaded_from
-        if 0 <= skip < len(events):
-            entry.extend(events[skip:] if skip else events)
+        if new and payloads:
+            entry.load(payloads, read.stamps)
+        elif 0 <= skip < len(payloads):
+            entry.extend(_decode_events(payloads[skip:] if skip else payloads))
         self._remember(key, entry)
         if hit:
             pending = entry.pending  # unchanged since the cache saw this version
@@ -688,7 +735,9 @@ class SqlSessionService(BaseSessionService):
     async def append_event(self, session: Session, event: Event) -> Event:
         if event.partial:
             return event
-        check_state_delta(event.actions.state_delta)  # before anything is written (SPEC G3)
+        delta = event.actions.state_delta
+        if delta:
+            check_state_delta(delta)  # before anything is written (SPEC G3)
         check_event_text(event)
         await self._ready()
         key = (session.app_name, session.user_id, session.id)
@@ -826,7 +875,7 @@ class SqlSessionService(BaseSessionService):
         rows = await self._db.read(read)
         if not rows:
             return {}
-        return dict(_decode_events([rows[0][0]])[0].actions.state_delta)
+        return dict(_decode_event(rows[0][1]).actions.state_delta)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         check_ids(app_name, user_id, session_id)

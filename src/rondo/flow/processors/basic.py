@@ -23,13 +23,17 @@ def needs_output_schema_fallback(flow: FlowView) -> bool:
 def basic_processor(flow: FlowView, ctx: InvocationContext, request: ModelRequest) -> None:
     agent = flow.agent
     config = agent.generate_config
-    # A deep copy: callbacks may edit the request's config without touching the agent's.
-    request.config = config.model_copy(deep=True) if config is not None else GenerateConfig()
+    if config is None:
+        # Built with its cache hints: a GenerateConfig setting is two Python calls each.
+        request.config = _with_cache_hints(ctx)
+    else:
+        # A deep copy: callbacks may edit the request's config without touching the agent's.
+        request.config = config.model_copy(deep=True)
+        cache_hints(ctx, request.config)
     schema = agent.output_json_schema
     if schema is not None and agent.mode != "task" and not needs_output_schema_fallback(flow):
         request.config.response_schema = dict(schema)
         request.config.response_mime_type = "application/json"
-    cache_hints(ctx, request.config)
 
 
 def cache_hints(ctx: InvocationContext, config: GenerateConfig) -> None:
@@ -40,6 +44,27 @@ def cache_hints(ctx: InvocationContext, config: GenerateConfig) -> None:
         return
     config.prompt_cache = True
     if config.prompt_cache_key is None:
-        session = ctx.session
-        raw = f"{session.app_name}\x00{session.user_id}\x00{session.id}".encode()
-        config.prompt_cache_key = hashlib.sha256(raw).hexdigest()[:32]
+        config.prompt_cache_key = _cache_key(ctx)
+
+
+def _with_cache_hints(ctx: InvocationContext) -> GenerateConfig:
+    """A new default config with what `cache_hints` would set on it."""
+    if not ctx.run_config.prompt_caching:
+        return GenerateConfig(prompt_cache=False)
+    return GenerateConfig(prompt_cache=True, prompt_cache_key=_cache_key(ctx))
+
+
+# Session → its cache key, for the sessions running lately (a digest per step was ~8 calls).
+_KEYS: dict[tuple[str, str, str], str] = {}
+
+
+def _cache_key(ctx: InvocationContext) -> str:
+    session = ctx.session
+    ids = (session.app_name, session.user_id, session.id)
+    key = _KEYS.get(ids)
+    if key is None:
+        if len(_KEYS) >= 4096:
+            _KEYS.clear()
+        raw = "\x00".join(ids).encode()
+        key = _KEYS[ids] = hashlib.sha256(raw).hexdigest()[:32]
+    return key

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TYPE_CHECKING, Any
 
 from rondo._callbacks import call_maybe_async
 from rondo.context import ReadonlyContext
@@ -15,18 +15,23 @@ if TYPE_CHECKING:
     from rondo.flow.views import FlowView
 
 
-def _is_plain(value: object) -> TypeGuard[str]:
-    return isinstance(value, str) and "{" not in value
-
-
 def instructions_processor(
     flow: FlowView, ctx: InvocationContext, request: ModelRequest
 ) -> Awaitable[None] | None:
-    global_instruction = flow.agent.root_agent.global_instruction
-    instruction = flow.agent.instruction
-    if _is_plain(global_instruction) and _is_plain(instruction):
-        request.append_instruction(global_instruction)
-        request.append_instruction(instruction)
+    # Any: `type(x) is str` (no call, unlike isinstance) narrows nothing for pyright.
+    global_instruction: Any = flow.agent.root_agent.global_instruction
+    instruction: Any = flow.agent.instruction
+    # Plain text (no state to inject), tested in line: this runs every step.
+    if (
+        type(global_instruction) is str
+        and "{" not in global_instruction
+        and type(instruction) is str
+        and "{" not in instruction
+    ):
+        if global_instruction:
+            request.append_instruction(global_instruction)
+        if instruction:
+            request.append_instruction(instruction)
         return None
     return _resolve(ctx, request, (global_instruction, instruction))
 

@@ -54,6 +54,11 @@ def latest_answers(ctx: InvocationContext) -> list[FunctionResponse]:
 def nested_resume_processor(
     flow: FlowView, ctx: InvocationContext, request: ModelRequest
 ) -> AsyncGenerator[Item, None] | None:
+    message = ctx.user_content
+    if ctx.answers is None and message is not None:
+        parts = message.parts
+        if parts and not parts[1:] and parts[0].function_response is None:
+            return None  # a one-part message that answers nothing (every step: no call)
     answers = latest_answers(ctx)
     if not answers:
         return None

@@ -1,0 +1,147 @@
+"""Leaner routing for the three requests every run makes (issue 25.5).
+
+A client runs an agent with: create a session (`POST /apps/{app}/users/{user}/sessions`), run
+it (`POST /run_sse`), read the session back (`GET …/sessions/{id}`). Through FastAPI each
+request pays its routing, dependency solving, content-type parsing (`email.message`), body
+validation and built-in telemetry: ~300 Python calls, a third of a run's server work
+(bench/SERVER.md). `HotRoute` goes first in the app's routes and answers exactly those
+requests when they are plain — no `root_path`, a JSON body (`Content-Type: application/json`)
+that parses and validates — by calling the very route functions FastAPI would call with the
+very body models it would build. Anything else (a body that fails validation, another
+content type, an empty body where one is required) goes to FastAPI's own route, with the
+body it already read, so every answer — errors included — is FastAPI's. The routes stay
+in the OpenAPI schema as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import FastAPI
+from pydantic import BaseModel, ValidationError
+from pydantic_core import from_json
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Match
+from starlette.types import Message, Receive, Scope, Send
+
+from rondo.server import adk_routes
+from rondo.server.errors import answer_safely
+from rondo.server.runs import DetachedRunRequest
+from rondo.server.wire import CreateSessionRequest
+
+__all__ = ["HotRoute", "install_hot_routes"]
+
+_SKIP = "rondo.hot_route.skip"  # set on a request handed back to FastAPI's routes
+_FOUND = "rondo.hot_route"  # what `matches` found, for `handle`
+
+# What a hot request is: (body model, body required, the route function's call).
+_Call = Callable[[Request, list[str], Any], Awaitable[Response]]
+
+
+async def _create(request: Request, parts: list[str], body: Any) -> Response:
+    return await adk_routes.create_session(parts[2], parts[4], request, body)
+
+
+async def _get(request: Request, parts: list[str], body: Any) -> Response:
+    return await adk_routes.get_session(parts[2], parts[4], parts[6], request)
+
+
+async def _run_sse(request: Request, parts: list[str], body: Any) -> Response:
+    return await adk_routes.run_sse(body, request)
+
+
+_CREATE = (CreateSessionRequest, False, _create)
+_GET = (None, False, _get)
+_RUN_SSE = (DetachedRunRequest, True, _run_sse)
+
+
+def _which(scope: Scope) -> tuple[tuple[type[BaseModel] | None, bool, _Call], list[str]] | None:
+    """The hot request this is, and its path split on "/"; None for any other."""
+    if scope.get("root_path") or _SKIP in scope:
+        return None
+    path: str = scope["path"]
+    method: str = scope["method"]
+    if path == "/run_sse":
+        return (_RUN_SSE, []) if method == "POST" else None
+    if not path.startswith("/apps/"):
+        return None
+    parts = path.split("/")  # "", "apps", app, "users", user, "sessions"[, id]
+    if parts[3:4] != ["users"] or parts[5:6] != ["sessions"] or not all(parts[2:]):
+        return None
+    if len(parts) == 6 and method == "POST":
+        return _CREATE, parts
+    if len(parts) == 7 and method == "GET":
+        return _GET, parts
+    return None
+
+
+class HotRoute(BaseRoute):
+    """The hot requests, answered through the route functions without FastAPI's per-request
+    machinery (see the module); `fallback` is the router to hand every other case to."""
+
+    def __init__(self, fallback: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self._fallback = fallback
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        found = _which(scope) if scope["type"] == "http" else None
+        if found is None:
+            return Match.NONE, {}
+        return Match.FULL, {_FOUND: found}
+
+    def url_path_for(self, name: str, /, **path_params: Any) -> Any:
+        from starlette.routing import NoMatchFound
+
+        raise NoMatchFound(name, path_params)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        (model, required, call), parts = scope[_FOUND]
+        request = Request(scope, receive)
+        body: Any = None
+        if model is not None:
+            raw = await request.body()
+            body = _parse(model, required, raw, request.headers.get("content-type"))
+            if body is _FASTAPI:
+                await self._hand_over(scope, raw, receive, send)
+                return
+        response = await answer_safely(request, lambda: call(request, parts, body))
+        await response(scope, receive, send)
+
+    async def _hand_over(self, scope: Scope, raw: bytes, receive: Receive, send: Send) -> None:
+        """FastAPI's own route answers, with the body as it arrived."""
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+
+        scope[_SKIP] = True
+        await self._fallback(scope, replay, send)
+
+
+_FASTAPI: Any = object()  # "let FastAPI answer this one"
+
+
+def _parse(model: type[BaseModel], required: bool, raw: bytes, content_type: str | None) -> Any:
+    """The body as FastAPI would hand it to the route function, or `_FASTAPI` when FastAPI
+    should answer (it would refuse the body, or decide something this does not)."""
+    if not raw:
+        return _FASTAPI if required else None
+    if content_type != "application/json":
+        return _FASTAPI
+    try:
+        data = from_json(raw)  # one C call (json.loads is four); what it refuses goes to FastAPI
+        if data is None:
+            return _FASTAPI
+        return model.model_validate(data)
+    except (ValueError, ValidationError):  # (a JSONDecodeError is a ValueError)
+        return _FASTAPI
+
+
+def install_hot_routes(app: FastAPI) -> None:
+    """Put `HotRoute` first in the app's routes."""
+    app.router.routes.insert(0, HotRoute(app.router))
