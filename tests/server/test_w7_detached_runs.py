@@ -131,9 +131,14 @@ def test_w7_another_server_replays_the_run_from_the_log(launch: Launch) -> None:
         for i, (frame_id, _) in enumerate(frames[:-1]):
             rest = two.get(path, headers={"Last-Event-ID": frame_id})
             assert _frames(rest.text) == frames[i + 1 :]
+        # A store of one process keeps no lifecycle frames for another server (PostgreSQL
+        # does: test_21_lifecycle_rejoin_…), and this run never built any.
         refused = two.get(path, params={"format": "lifecycle"})
-        assert refused.status_code == 409
+        assert refused.status_code == 400
         assert "format=adk" in refused.json()["detail"]
+        here = one.get(path, params={"format": "lifecycle"})
+        assert here.status_code == 400
+        assert "/run_sse" in here.json()["detail"]
 
 
 def test_w7_background_run_answers_202_and_streams_later(client: httpx.Client) -> None:

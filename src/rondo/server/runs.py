@@ -51,10 +51,11 @@ from rondo.runner import Runner
 from rondo.server.auth import authorize, check_shared_state
 from rondo.server.errors import BadRequestError, NotFoundError
 from rondo.server.files import check_files, has_files
-from rondo.server.frames import Format, FrameId, Numbering
+from rondo.server.frames import Format, FrameId, Numbering, adk_frame_count
 from rondo.server.multitask import Multitask, take_with
 from rondo.server.streams import REFUSALS, dumps, event_stream
 from rondo.server.wire import RunAgentRequest
+from rondo.sessions.run_frames import RunFrames
 from rondo.sessions.run_log import CANCELLED, RunStatus, cut_calls, run_records
 from rondo.types import Content, FunctionResponse, Part
 
@@ -197,6 +198,34 @@ def _may_continue_a_run(message: Content | None) -> bool:
     return bool(parts) and all(p.function_response is not None for p in parts)
 
 
+class _Framed:
+    """One format's frames of a run, made once from its items and shared by every reader
+    (its subscribers, the writer keeping them for other replicas)."""
+
+    __slots__ = ("ended", "frames", "made", "numbering")
+
+    def __init__(self, numbering: Numbering) -> None:
+        self.numbering = numbering
+        self.frames: list[tuple[FrameId, bool, bytes]] = []  # (id, partial, frame)
+        self.made = 0  # items framed
+        self.ended = False  # the run has no more items (and its error frame, if any, is in)
+
+    def catch_up(self, run: DetachedRun) -> list[tuple[FrameId, bool, bytes]]:
+        items = run._items  # pyright: ignore[reportPrivateUsage]
+        if self.made < len(items):
+            numbering, frames = self.numbering, self.frames
+            for item in items[self.made :]:
+                frames.extend(numbering.frames(item))
+            self.made = len(items)
+        if run.finished and not self.ended:
+            self.ended = True
+            if run.error is not None:
+                frame = self.numbering.error(run.error)
+                assert self.numbering.last is not None
+                self.frames.append((self.numbering.last, False, frame))
+        return self.frames
+
+
 @dataclass(eq=False)
 class DetachedRun:
     """One run, driven by a task of the server (see the module docstring)."""
@@ -205,18 +234,29 @@ class DetachedRun:
     observe: bool
     format: Format
     root_name: str
+    # Where this run's lifecycle frames are kept for the other replicas (shared stores).
+    kept: RunFrames | None = None
+    # The server's runs: where an earlier part of this run (paused, then answered) is found.
+    registry: RunRegistry | None = None
     run_id: str = ""
     started_at: float = field(default_factory=time.time)
     error: BaseException | None = None
     stop_reason: str | None = None
-    done: bool = False
+    finished: bool = False  # no more items (set before the session is freed)
+    done: bool = False  # ended, its session freed
     base: int = 0  # the ordinal of the run's last record before its first item
     _items: list[Any] = field(default_factory=list[Any])
     _invocations: dict[str, None] = field(default_factory=dict[str, None])
+    _framed: dict[str, _Framed] = field(default_factory=dict[str, _Framed])
+    # Per format, the frames the run's earlier part sent under record `base` (from the log
+    # or the kept frames; an earlier part on this server counts through `previous`).
+    _sent_before: dict[str, int] = field(default_factory=dict[str, int])
     # Subscribers waiting for the next item: a future each, made only when one waits.
     _waiting: list[asyncio.Future[None]] = field(default_factory=list[asyncio.Future[None]])
     _first: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task[None] | None = None
+    _writer: asyncio.Task[None] | None = None
+    _first_kept: asyncio.Event = field(default_factory=asyncio.Event)
     # The same run's earlier invocation on this server (it paused, this one resumes it).
     previous: DetachedRun | None = None
     on_done: Callable[[DetachedRun], None] | None = None
@@ -237,10 +277,40 @@ class DetachedRun:
 
     def last_frame_id(self) -> FrameId | None:
         """The id of the last frame in the run's own format (for the status route)."""
-        numbering = Numbering(self.format, self.base)
+        framed = self._framed.get(self.format)
+        if framed is not None:
+            frames = framed.catch_up(self)
+            return frames[-1][0] if frames else None
+        numbering = Numbering(self.format, self.base, self._start(self.format))
         for item in self._items:
             numbering.advance(item)
         return numbering.last
+
+    def first_frame_id(self, fmt: Format) -> FrameId:
+        """Where this server's frames of the run start in `fmt` (its earliest part here):
+        the frames before it are in the log, or kept, or were sent by another replica."""
+        run = self
+        while run.previous is not None and (fmt == "adk" or run.previous.observe):
+            run = run.previous
+        return (run.base, run._start(fmt))  # pyright: ignore[reportPrivateUsage]
+
+    def frames_of(self, fmt: Format) -> list[tuple[FrameId, bool, bytes]]:
+        """`(id, partial, frame)` of every frame the run made so far in `fmt`."""
+        framed = self._framed.get(fmt)
+        if framed is None:
+            framed = self._framed[fmt] = _Framed(Numbering(fmt, self.base, self._start(fmt)))
+        return framed.catch_up(self)
+
+    def _start(self, fmt: Format) -> int:
+        """The `k` of this part's first frame under record `base`: after every frame an
+        earlier part of the run sent under it."""
+        k = self._sent_before.get(fmt, 0)
+        previous = self.previous
+        if previous is not None and (fmt == "adk" or previous.observe):
+            frames = previous.frames_of(fmt)
+            if frames and frames[-1][0][0] == self.base:
+                k = max(k, frames[-1][0][1] + 1)
+        return k
 
     # -- driving ------------------------------------------------------------------------------
 
@@ -264,38 +334,96 @@ class DetachedRun:
                 if self.stop_reason is not None and self.run_id:
                     await asyncio.shield(self._record_stop(self.stop_reason))
             finally:
+                self.finished = True
+                self._wake()
                 try:
-                    await self.request.release()  # shields its store call itself
-                except Exception as exc:  # the claim lapses by itself (CLAIM_TTL)
-                    logger.warning("freeing the session of run %s failed: %s", self.run_id, exc)
+                    if self._writer is not None:
+                        # Every frame is kept before the session is freed: a replica that
+                        # sees it free reads them all.
+                        await asyncio.shield(self._writer)
                 finally:
-                    # Even when freeing the claim failed (it then lapses): no subscriber
-                    # may wait for a run that has ended.
-                    self._end()
+                    try:
+                        await self.request.release()  # shields its store call itself
+                    except Exception as exc:  # the claim lapses by itself (its lease)
+                        logger.warning("freeing the session of run %s failed: %s", self.run_id, exc)
+                    finally:
+                        # Even when freeing the claim failed (it then lapses): no subscriber
+                        # may wait for a run that has ended.
+                        self._end()
 
     def _end(self) -> None:
         self.done = True
         if self.on_done is not None:
             self.on_done(self)
         self._first.set()
+        self._first_kept.set()
         self._wake()
 
     async def _begin(self, item: Any) -> None:
-        """The first item: the run's id, and where its frame numbering starts."""
-        self.run_id = getattr(item, "run_id", "") or ""
+        """The first item: the run's id, where its frame numbering starts, and the writer
+        that keeps its frames for the other replicas."""
+        self.run_id = run_id = getattr(item, "run_id", "") or ""
         request = self.request
-        if _may_continue_a_run(request.message):
+        if run_id and _may_continue_a_run(request.message):
+            if self.registry is not None:
+                self.previous = self.registry.get(*self.key, run_id)
             store = request.runner.session_service
             session = await store.get_session(
                 app_name=request.app_name, user_id=request.user_id, session_id=request.session_id
             )
-            stored = (
-                0 if session is None else sum(1 for _ in run_records(session.events, self.run_id))
+            records = [] if session is None else [e for _, e in run_records(session.events, run_id)]
+            self.base = base = len(records) - (
+                1 if isinstance(item, Event) and not item.partial else 0
             )
-            self.base = stored - (1 if isinstance(item, Event) and not item.partial else 0)
+            if base > 0 and records[base - 1].author != "user":
+                self._sent_before["adk"] = adk_frame_count(records[base - 1])
+            if self.kept is not None and self.observe:
+                last = await self._last_kept()
+                if last is not None and last[0] == base:
+                    self._sent_before["lifecycle"] = last[1] + 1
         else:
             self.base = 1  # the user's message is the new run's first record
+        if run_id and self.kept is not None and self.observe:
+            self._writer = asyncio.create_task(self._keep(self.kept))
+        else:
+            self._first_kept.set()
         self._first.set()
+
+    async def _last_kept(self) -> FrameId | None:
+        assert self.kept is not None
+        try:
+            return await self.kept.last((*self.key, self.run_id))
+        except Exception as exc:  # then numbered as if nothing was kept
+            logger.warning("reading the kept frames of run %s failed: %s", self.run_id, exc)
+            return None
+
+    async def _keep(self, kept: RunFrames) -> None:
+        """Write the run's non-partial lifecycle frames to `kept` as they are made, in
+        batches: one statement for all the frames made while the last one ran."""
+        run = (*self.key, self.run_id)
+        written = 0
+        try:
+            while True:
+                frames = self.frames_of("lifecycle")
+                if written < len(frames):
+                    batch = [
+                        (frame_id[0], frame_id[1], frame.decode())
+                        for frame_id, partial, frame in frames[written:]
+                        if not partial
+                    ]
+                    written = len(frames)
+                    if batch:
+                        try:
+                            await kept.keep(run, self.format, batch)
+                        except Exception as exc:  # a rejoin elsewhere misses them
+                            logger.warning("keeping frames of run %s failed: %s", self.run_id, exc)
+                    self._first_kept.set()
+                elif self._framed["lifecycle"].ended:
+                    return
+                else:
+                    await self._next()
+        finally:
+            self._first_kept.set()
 
     def _publish(self, item: Any) -> None:
         self._items.append(item)
@@ -387,6 +515,12 @@ class DetachedRun:
         """Wait for the run's first item (or its end before one)."""
         await self._first.wait()
 
+    async def first_kept(self) -> None:
+        """Wait until the run's first frames are kept for the other replicas (at once when
+        the store keeps none)."""
+        if not self._first_kept.is_set():
+            await self._first_kept.wait()
+
     # -- subscribing ------------------------------------------------------------------------
 
     async def items(self, after: int = 0) -> AsyncIterator[tuple[int, Any]]:
@@ -401,34 +535,40 @@ class DetachedRun:
                 return
             await self._next()
 
-    async def subscribe(
-        self, fmt: Format, after: FrameId | None = None, *, earlier: bool = False
-    ) -> AsyncGenerator[bytes, None]:
-        """This invocation's SSE frames in `fmt` after the frame `after` (all without), live
-        to the end — with `earlier`, those of the run's earlier invocations on this server
-        first; a failed run's stream ends with an error frame."""
-        if fmt == "lifecycle" and not self.observe:
-            raise BadRequestError(
-                "this run was started on /run_sse, which does not build lifecycle events: "
-                "rejoin it with ?format=adk"
-            )
-        if earlier and self.previous is not None:  # the run's frames from before its pause
-            async for frame in self.previous.subscribe(fmt, after, earlier=True):
-                yield frame
-        numbering = Numbering(fmt, self.base)
+    async def subscribe(self, fmt: Format) -> AsyncGenerator[bytes, None]:
+        """This invocation's SSE frames in `fmt`, live to the end (a failed run's stream
+        ends with an error frame)."""
         i = 0
         while True:
-            items = self._items
-            while i < len(items):
-                for frame_id, _partial, frame in numbering.frames(items[i]):
-                    if after is None or frame_id > after:
-                        yield frame
+            frames = self.frames_of(fmt)
+            while i < len(frames):
+                yield frames[i][2]
                 i += 1
             if self.done:
-                break
+                return
             await self._next()
-        if self.error is not None:
-            yield numbering.error(self.error)
+
+    async def frames_after(
+        self, fmt: Format, after: FrameId
+    ) -> AsyncGenerator[tuple[FrameId, bytes], None]:
+        """`(id, frame)` of the run's frames in `fmt` after `after` this server has, its
+        earlier invocations' first, live to the end."""
+        if fmt == "lifecycle" and not self.observe:
+            return
+        if self.previous is not None:  # the run's frames from before its pause
+            async for frame_id, frame in self.previous.frames_after(fmt, after):
+                yield frame_id, frame
+        i = 0
+        while True:
+            frames = self.frames_of(fmt)
+            while i < len(frames):
+                frame_id, _partial, frame = frames[i]
+                i += 1
+                if frame_id > after:
+                    yield frame_id, frame
+            if self.done:
+                return
+            await self._next()
 
 
 class RunRegistry:
@@ -442,7 +582,7 @@ class RunRegistry:
 
     def add(self, run: DetachedRun) -> None:
         key = (*run.key, run.run_id)
-        run.previous = self._runs.pop(key, None)
+        self._runs.pop(key, None)  # an earlier part of the run: `run.previous` keeps it
         self._runs[key] = run
         self._current[run.key] = run
         run.on_done = self._ended
@@ -498,16 +638,21 @@ async def launch(
         observe=observe,
         format=fmt or ("lifecycle" if observe else "adk"),
         root_name=root,
+        kept=state.sessions.run_frames if observe else None,
+        registry=state.detached,
     )
     run.start()
     try:
         await run.started()
+        if run.run_id:
+            state.detached.add(run)
+            # On a shared store the run's first frame is kept before anyone hears of the
+            # run: from then on any replica can tell its format and stream it.
+            await run.first_kept()
     except BaseException:
         run.cancel("the request was cancelled before the run started")
         raise
-    if run.run_id:
-        state.detached.add(run)
-    elif run.error is not None and isinstance(run.error, REFUSALS):
+    if not run.run_id and run.error is not None and isinstance(run.error, REFUSALS):
         raise run.error
     return run
 

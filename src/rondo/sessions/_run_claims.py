@@ -71,6 +71,17 @@ class RunClaims:
             f"SELECT 1 FROM {table} WHERE app_name = :app AND user_id = :user "
             "AND session_id = :sid AND expires_at > now()"
         )
+        # A claim whose owner stopped renewing it (its process died), taken over by a new
+        # owner; SKIP LOCKED: two replicas sweeping at once never take the same one.
+        self._take_lapsed = Sql(
+            f"UPDATE {table} AS c SET owner = :owner, "
+            "expires_at = now() + make_interval(secs => :ttl) "
+            "WHERE (c.app_name, c.user_id, c.session_id) = ("
+            f"SELECT app_name, user_id, session_id FROM {table} "
+            "WHERE expires_at < now() AND app_name = ANY(:apps::varchar[]) "
+            "ORDER BY expires_at LIMIT 1 FOR UPDATE SKIP LOCKED) "
+            "AND c.expires_at < now() RETURNING c.app_name, c.user_id, c.session_id"
+        )
         self._lock_key = zlib.crc32(table.encode())
         self._ready = False
         self._creating = asyncio.Lock()
@@ -118,6 +129,17 @@ class RunClaims:
         app, user, sid = key
         values: dict[str, Any] = {"app": app, "user": user, "sid": sid}
         return bool(await self._db.read(partial(_fetch, stmt=self._held, values=values)))
+
+    async def take_lapsed(
+        self, owner: str, ttl: float, apps: list[str]
+    ) -> tuple[str, str, str] | None:
+        """Take over, for `owner`, one lapsed claim on a session of `apps`: its key."""
+        await self._table()
+        values: dict[str, Any] = {"owner": owner, "ttl": float(ttl), "apps": apps}
+        rows = await self._db.write(
+            partial(_fetch, stmt=self._take_lapsed, values=values), single=True
+        )
+        return (str(rows[0][0]), str(rows[0][1]), str(rows[0][2])) if rows else None
 
     async def notify(self, channel: str, payload: str) -> None:
         """`pg_notify`: delivered to every connection listening on `channel`, on commit."""

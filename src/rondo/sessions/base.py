@@ -13,12 +13,15 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from rondo._frozen import ReadOnlyDict
 from rondo.errors import InvalidIdError, InvalidMessageError
 from rondo.events import Event, PendingCall
 from rondo.types import FunctionCall
+
+if TYPE_CHECKING:
+    from rondo.sessions.run_frames import RunFrames
 
 __all__ = [
     "APP_PREFIX",
@@ -550,6 +553,20 @@ class BaseSessionService(abc.ABC):
         """Whether a live claim holds the session (a run goes on in some process). A store of
         one process does not know: its server does (False)."""
         return False
+
+    async def take_lapsed_run(
+        self, *, owner: str, ttl: float, app_names: Sequence[str]
+    ) -> tuple[str, str, str] | None:
+        """Take over, for `owner` and `ttl` seconds, one claim whose owner stopped renewing it
+        (its process died mid-run) on a session of `app_names`: the session's key, or None
+        when there is none. A store of one process has none: its runs die with it."""
+        return None
+
+    @property
+    def run_frames(self) -> RunFrames | None:
+        """Where the frames of runs are kept for the other processes sharing this store
+        (`rondo.sessions.run_frames`); None for a store of one process."""
+        return None
 
     async def notify(self, channel: str, payload: str) -> None:  # noqa: B027 - optional hook
         """Send `payload` to the processes listening on `channel` (shared stores only)."""

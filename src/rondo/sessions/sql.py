@@ -43,6 +43,7 @@ from rondo.errors import (
 )
 from rondo.events import NO_ACTIONS, Event, EventActions, PendingCall
 from rondo.sessions._run_claims import RunClaims
+from rondo.sessions._run_frames import PostgresRunFrames
 from rondo.sessions._schema import SessionTables
 from rondo.sessions._sqlengine import Executor, Sql, default_sqlite_url, open_database
 from rondo.sessions._statements import SessionStatements
@@ -63,6 +64,7 @@ from rondo.sessions.base import (
     strip_temp_state,
 )
 from rondo.sessions.rewind import CREATED_AUTHOR, apply_rewinds, pending_calls
+from rondo.sessions.run_frames import RunFrames
 
 __all__ = ["SqlSessionService", "default_sqlite_url"]
 
@@ -358,6 +360,8 @@ class SqlSessionService(BaseSessionService):
         self._cache_sessions = max(cache_sessions, 0)
         # Other processes write to a PostgreSQL store too: runs claim their session there.
         self._claims = RunClaims(self._db, table_prefix) if self._db.postgres else None
+        # …and a run's lifecycle frames are kept for the other replicas (SPEC W7).
+        self._frames = PostgresRunFrames(self._db, table_prefix) if self._db.postgres else None
 
     @property
     def url(self) -> str:
@@ -404,6 +408,18 @@ class SqlSessionService(BaseSessionService):
         if self._claims is None:
             return False
         return await self._claims.held((app_name, user_id, session_id))
+
+    async def take_lapsed_run(
+        self, *, owner: str, ttl: float, app_names: Sequence[str]
+    ) -> tuple[str, str, str] | None:
+        if self._claims is None or not app_names:
+            return None
+        await self._ready()
+        return await self._claims.take_lapsed(owner, ttl, list(app_names))
+
+    @property
+    def run_frames(self) -> RunFrames | None:
+        return self._frames
 
     async def notify(self, channel: str, payload: str) -> None:
         if self._claims is not None:
@@ -834,3 +850,5 @@ class SqlSessionService(BaseSessionService):
         params = {"app": app_name, "user": user_id, "sid": session_id}
         await self._db.write(partial(self._delete_tx, params=params), single=self._sql.postgres)
         self._cache.pop((app_name, user_id, session_id), None)
+        if self._frames is not None:  # what other replicas kept of its runs goes too
+            await self._frames.forget((app_name, user_id, session_id))
