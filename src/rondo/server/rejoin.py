@@ -79,19 +79,24 @@ async def rejoin(
 ) -> AsyncGenerator[bytes, None]:
     """The run's frames in `fmt` after `cursor` (all without), live until it ends."""
     sent = cursor if cursor is not None else _NOTHING
-    if here is not None:
-        first = here.first_frame_id(fmt)
-        if sent < first:  # an earlier part of the run ran elsewhere, or before a restart
-            async for frame_id, frame in _stored(state, key, run_id, fmt, sent, first, False):
+    while True:
+        if here is not None:
+            first = here.first_frame_id(fmt)
+            if sent < first:  # an earlier part of the run ran elsewhere, or before a restart
+                async for frame_id, frame in _stored(state, key, run_id, fmt, sent, first, False):
+                    sent = frame_id
+                    yield frame
+            async for frame_id, frame in here.frames_after(fmt, sent):
                 sent = frame_id
                 yield frame
-        async for frame_id, frame in here.frames_after(fmt, sent):
+        async for frame_id, frame in _stored(state, key, run_id, fmt, sent, None, True):
             sent = frame_id
             yield frame
-        if not await running_elsewhere(state, key):
+        # A replica that died was running it, and this one took it over meanwhile.
+        newer = state.detached.get(*key, run_id)
+        if newer is None or newer is here:
             return
-    async for _, frame in _stored(state, key, run_id, fmt, sent, None, True):
-        yield frame
+        here = newer
 
 
 async def _stored(
@@ -104,10 +109,10 @@ async def _stored(
     follow: bool,
 ) -> AsyncGenerator[tuple[FrameId, bytes], None]:
     """The run's frames the store holds after `sent` (and before `until`); with `follow`,
-    read again while another replica goes on with the run."""
+    read again while another replica goes on with the run (or is about to resume it)."""
     while True:
         # The claim first: once it is free, the read after it holds every frame.
-        going = follow and await running_elsewhere(state, key)
+        going = follow and await running_elsewhere(state, key, resuming=True)
         frames, newest = await _read(state, key, run_id, fmt, sent)
         for frame_id, frame in frames:
             if until is not None and frame_id >= until:

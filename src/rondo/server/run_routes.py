@@ -78,7 +78,7 @@ async def _describe(
 ) -> list[dict[str, Any]]:
     key = (session.app_name, session.user_id, session.id)
     here = {run.run_id: run for run in state.detached.of_session(key)}
-    elsewhere = bool(summaries) and await running_elsewhere(state, key)
+    elsewhere = bool(summaries) and await running_elsewhere(state, key, resuming=True)
     # What other replicas kept of the runs started on a lifecycle route: format, last id.
     kept = state.sessions.run_frames
     kept_runs = await kept.of_session(key) if kept is not None and summaries else {}

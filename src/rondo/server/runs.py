@@ -157,11 +157,15 @@ async def start_run(
         if session is None:
             raise NotFoundError(f"Session not found: {body.session_id}")
     multitask: Multitask = getattr(body, "multitask", "reject")
+    on_disconnect: str = getattr(body, "on_disconnect", "continue")
     key = (body.app_name, body.user_id, body.session_id)
+    # Should this server die mid-run, another replica resumes it — unless it was to stop
+    # with its client, who went away with this server.
+    resume = on_disconnect != "cancel"
     if multitask == "reject":
-        release = await state.claims.take(*key)
+        release = await state.claims.take(*key, resume=resume)
     else:
-        release = await take_with(state, key, multitask)
+        release = await take_with(state, key, multitask, resume=resume)
     config = _STREAMING if body.streaming else _PLAIN
     options = body.run_config
     if options is not None and options.save_input_blobs_as_artifacts:
@@ -175,7 +179,7 @@ async def start_run(
         state_delta=body.state_delta,
         config=config,
         release=release,
-        on_disconnect=getattr(body, "on_disconnect", "continue"),
+        on_disconnect=on_disconnect,
     )
 
 

@@ -531,12 +531,21 @@ class BaseSessionService(abc.ABC):
         return False
 
     async def claim_run(
-        self, *, app_name: str, user_id: str, session_id: str, owner: str, ttl: float
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        owner: str,
+        ttl: float,
+        resume: bool = False,
     ) -> ClaimResult:
         """Claim the session for one run by `owner` for `ttl` seconds, across every process
         on this store: `"claimed"`, `"busy"` (another owner's live claim holds it) or, on a
-        shared store, `"missing"` (no such session). The default (a store no other process
-        writes to) grants every claim without looking."""
+        shared store, `"missing"` (no such session). With `resume`, should the owner die
+        with the claim held, another process may take it over (`take_lapsed_run`) and resume
+        the run. The default (a store no other process writes to) grants every claim
+        without looking."""
         return "claimed"
 
     async def renew_runs(self, owners: Sequence[str], ttl: float) -> int:
@@ -549,17 +558,23 @@ class BaseSessionService(abc.ABC):
     ) -> None:
         """Free the session `owner` claimed (nothing when it no longer holds it)."""
 
-    async def run_claimed(self, *, app_name: str, user_id: str, session_id: str) -> bool:
-        """Whether a live claim holds the session (a run goes on in some process). A store of
-        one process does not know: its server does (False)."""
+    async def run_claimed(
+        self, *, app_name: str, user_id: str, session_id: str, lapsed_within: float = 0.0
+    ) -> bool:
+        """Whether a live claim holds the session (a run goes on in some process) — or,
+        with `lapsed_within`, the claim of a run to be resumed that lapsed less than that
+        many seconds ago (its process died; another is about to take the run over). A
+        store of one process does not know: its server does (False)."""
         return False
 
     async def take_lapsed_run(
         self, *, owner: str, ttl: float, app_names: Sequence[str]
-    ) -> tuple[str, str, str] | None:
-        """Take over, for `owner` and `ttl` seconds, one claim whose owner stopped renewing it
-        (its process died mid-run) on a session of `app_names`: the session's key, or None
-        when there is none. A store of one process has none: its runs die with it."""
+    ) -> tuple[tuple[str, str, str], int] | None:
+        """Take over, for `owner` and `ttl` seconds, one claim taken with `resume` whose owner
+        stopped renewing it (its process died mid-run), on a session of `app_names`: the
+        session's key and its version when it was claimed (the records after it are the
+        dead owner's), or None when there is none. A store of one process has none: its
+        runs die with it."""
         return None
 
     @property

@@ -383,7 +383,14 @@ class SqlSessionService(BaseSessionService):
         return self._claims is not None
 
     async def claim_run(
-        self, *, app_name: str, user_id: str, session_id: str, owner: str, ttl: float
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        owner: str,
+        ttl: float,
+        resume: bool = False,
     ) -> ClaimResult:
         # The ids are checked and the schema is set up before the claim's statement runs: a
         # bad id is a 400 and a fresh database's first run finds its tables (issue 26).
@@ -391,7 +398,7 @@ class SqlSessionService(BaseSessionService):
         if self._claims is None:
             return "claimed"
         await self._ready()
-        return await self._claims.claim((app_name, user_id, session_id), owner, ttl)
+        return await self._claims.claim((app_name, user_id, session_id), owner, ttl, resume)
 
     async def renew_runs(self, owners: Sequence[str], ttl: float) -> int:
         if self._claims is None:
@@ -404,14 +411,16 @@ class SqlSessionService(BaseSessionService):
         if self._claims is not None:
             await self._claims.release((app_name, user_id, session_id), owner)
 
-    async def run_claimed(self, *, app_name: str, user_id: str, session_id: str) -> bool:
+    async def run_claimed(
+        self, *, app_name: str, user_id: str, session_id: str, lapsed_within: float = 0.0
+    ) -> bool:
         if self._claims is None:
             return False
-        return await self._claims.held((app_name, user_id, session_id))
+        return await self._claims.held((app_name, user_id, session_id), lapsed_within)
 
     async def take_lapsed_run(
         self, *, owner: str, ttl: float, app_names: Sequence[str]
-    ) -> tuple[str, str, str] | None:
+    ) -> tuple[tuple[str, str, str], int] | None:
         if self._claims is None or not app_names:
             return None
         await self._ready()
