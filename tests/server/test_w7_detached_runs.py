@@ -210,38 +210,6 @@ def test_w7_unknown_run_and_bad_cursor_are_4xx(client: httpx.Client) -> None:
 
 
 @pytest.mark.postgres
-def test_w7_drop_and_rejoin_on_the_other_replica_on_postgres(
-    launch: Launch, postgres_url: str
-) -> None:
-    """Drop the client after k frames (every k), rejoin on the other replica with the last
-    id read: the frames before and after are exactly the run's records, once each."""
-    user = f"w7-{uuid.uuid4().hex[:8]}"
-    with launch(db=postgres_url) as one, launch(db=postgres_url) as two:
-        for k in range(1, 7):
-            sid = one.post(f"/apps/steps/users/{user}/sessions").json()["id"]
-            before: list[tuple[str, dict[str, Any]]] = []
-            body = _body("steps", user, sid, "go", streaming=True)
-            with one.stream("POST", "/run_sse", json=body) as answer:
-                lines = answer.iter_lines()
-                while len([f for f in before if not f[1].get("partial")]) < k:
-                    frame_id = next(lines).removeprefix("id: ")
-                    data = json.loads(next(lines).removeprefix("data: "))
-                    next(lines)
-                    before.append((frame_id, data))
-            run_id = before[0][1]["runId"]
-            path = f"/apps/steps/users/{user}/sessions/{sid}/runs/{run_id}/stream"
-            rest = two.get(path, headers={"Last-Event-ID": before[-1][0]}, timeout=60)
-            got = [f for f in before if not f[1].get("partial")] + _frames(rest.text)
-            stored = [
-                e
-                for e in _session(two, "steps", user, sid)["events"]
-                if e["author"] != "user" and e.get("runId") == run_id
-            ]
-            assert [d["id"] for _, d in got] == [e["id"] for e in stored], k
-            assert [_key(i) for i, _ in got] == sorted({_key(i) for i, _ in got})
-
-
-@pytest.mark.postgres
 def test_w7_cancel_from_the_other_replica_on_postgres(launch: Launch, postgres_url: str) -> None:
     user = f"w7-{uuid.uuid4().hex[:8]}"
     with launch(db=postgres_url) as one, launch(db=postgres_url) as two:
