@@ -38,7 +38,7 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
@@ -216,10 +216,11 @@ class _Framed:
 
     def catch_up(self, run: DetachedRun) -> list[tuple[FrameId, bool, bytes]]:
         items = run._items  # pyright: ignore[reportPrivateUsage]
-        if self.made < len(items):
+        made = self.made
+        if made < len(items):
             numbering, frames = self.numbering, self.frames
-            for item in items[self.made :]:
-                frames.extend(numbering.frames(item))
+            for item in items[made:]:
+                frames += numbering.frames(item)
             self.made = len(items)
         if run.finished and not self.ended:
             self.ended = True
@@ -230,45 +231,75 @@ class _Framed:
         return self.frames
 
 
-@dataclass(eq=False)
 class DetachedRun:
     """One run, driven by a task of the server (see the module docstring)."""
 
-    request: RunRequest
-    observe: bool
-    format: Format
-    root_name: str
-    # Where this run's lifecycle frames are kept for the other replicas (shared stores).
-    kept: RunFrames | None = None
-    # The server's runs: where an earlier part of this run (paused, then answered) is found.
-    registry: RunRegistry | None = None
-    run_id: str = ""
-    started_at: float = field(default_factory=time.time)
-    error: BaseException | None = None
-    stop_reason: str | None = None
-    finished: bool = False  # no more items (set before the session is freed)
-    done: bool = False  # ended, its session freed
-    base: int = 0  # the ordinal of the run's last record before its first item
-    _items: list[Any] = field(default_factory=list[Any])
-    _invocations: dict[str, None] = field(default_factory=dict[str, None])
-    _framed: dict[str, _Framed] = field(default_factory=dict[str, _Framed])
-    # Per format, the frames the run's earlier part sent under record `base` (from the log
-    # or the kept frames; an earlier part on this server counts through `previous`).
-    _sent_before: dict[str, int] = field(default_factory=dict[str, int])
-    # Subscribers waiting for the next item: a future each, made only when one waits.
-    _waiting: list[asyncio.Future[None]] = field(default_factory=list[asyncio.Future[None]])
-    _first: asyncio.Event = field(default_factory=asyncio.Event)
-    _task: asyncio.Task[None] | None = None
-    _writer: asyncio.Task[None] | None = None
-    _first_kept: asyncio.Event = field(default_factory=asyncio.Event)
-    # The same run's earlier invocation on this server (it paused, this one resumes it).
-    previous: DetachedRun | None = None
-    on_done: Callable[[DetachedRun], None] | None = None
+    __slots__ = (
+        "_first",
+        "_first_kept",
+        "_framed",
+        "_items",
+        "_sent_before",
+        "_task",
+        "_waiting",
+        "_writer",
+        "base",
+        "done",
+        "error",
+        "finished",
+        "format",
+        "kept",
+        "key",
+        "observe",
+        "on_done",
+        "previous",
+        "registry",
+        "request",
+        "root_name",
+        "run_id",
+        "started_at",
+        "stop_reason",
+    )
 
-    @property
-    def key(self) -> tuple[str, str, str]:
-        r = self.request
-        return (r.app_name, r.user_id, r.session_id)
+    def __init__(
+        self,
+        request: RunRequest,
+        observe: bool,
+        format: Format,
+        root_name: str,
+        kept: RunFrames | None = None,
+        registry: RunRegistry | None = None,
+    ) -> None:
+        self.request = request
+        self.observe = observe
+        self.format: Format = format
+        self.root_name = root_name
+        # Where this run's lifecycle frames are kept for the other replicas (shared stores).
+        self.kept = kept if observe else None
+        # The server's runs: where an earlier part of this run (paused, answered) is found.
+        self.registry = registry
+        self.key = (request.app_name, request.user_id, request.session_id)
+        self.run_id = ""
+        self.started_at = time.time()
+        self.error: BaseException | None = None
+        self.stop_reason: str | None = None
+        self.finished = False  # no more items (set before the session is freed)
+        self.done = False  # ended, its session freed
+        self.base = 0  # the ordinal of the run's last record before its first item
+        self._items: list[Any] = []
+        self._framed: dict[str, _Framed] = {}
+        # Per format, the frames the run's earlier part sent under record `base` (from the
+        # log or the kept frames; an earlier part on this server counts through `previous`).
+        self._sent_before: dict[str, int] = {}
+        # Subscribers waiting for the next item: a future each, made only when one waits.
+        self._waiting: list[asyncio.Future[None]] = []
+        self._first = asyncio.Event()
+        self._first_kept: asyncio.Event | None = None  # only while frames are being kept
+        self._task: asyncio.Task[None] | None = None
+        self._writer: asyncio.Task[None] | None = None
+        # The same run's earlier invocation on this server (it paused, this one resumes it).
+        self.previous: DetachedRun | None = None
+        self.on_done: Callable[[DetachedRun], None] | None = None
 
     @property
     def status(self) -> RunStatus | None:
@@ -360,7 +391,8 @@ class DetachedRun:
         if self.on_done is not None:
             self.on_done(self)
         self._first.set()
-        self._first_kept.set()
+        if self._first_kept is not None:
+            self._first_kept.set()
         self._wake()
 
     async def _begin(self, item: Any) -> None:
@@ -381,16 +413,15 @@ class DetachedRun:
             )
             if base > 0 and records[base - 1].author != "user":
                 self._sent_before["adk"] = adk_frame_count(records[base - 1])
-            if self.kept is not None and self.observe:
+            if self.kept is not None:
                 last = await self._last_kept()
                 if last is not None and last[0] == base:
                     self._sent_before["lifecycle"] = last[1] + 1
         else:
             self.base = 1  # the user's message is the new run's first record
-        if run_id and self.kept is not None and self.observe:
-            self._writer = asyncio.create_task(self._keep(self.kept))
-        else:
-            self._first_kept.set()
+        if run_id and self.kept is not None:
+            self._first_kept = asyncio.Event()
+            self._writer = asyncio.create_task(self._keep(self.kept, self._first_kept))
         self._first.set()
 
     async def _last_kept(self) -> FrameId | None:
@@ -401,7 +432,7 @@ class DetachedRun:
             logger.warning("reading the kept frames of run %s failed: %s", self.run_id, exc)
             return None
 
-    async def _keep(self, kept: RunFrames) -> None:
+    async def _keep(self, kept: RunFrames, first_kept: asyncio.Event) -> None:
         """Write the run's non-partial lifecycle frames to `kept` as they are made, in
         batches: one statement for all the frames made while the last one ran."""
         run = (*self.key, self.run_id)
@@ -421,19 +452,16 @@ class DetachedRun:
                             await kept.keep(run, self.format, batch)
                         except Exception as exc:  # a rejoin elsewhere misses them
                             logger.warning("keeping frames of run %s failed: %s", self.run_id, exc)
-                    self._first_kept.set()
+                    first_kept.set()
                 elif self._framed["lifecycle"].ended:
                     return
                 else:
                     await self._next()
         finally:
-            self._first_kept.set()
+            first_kept.set()
 
     def _publish(self, item: Any) -> None:
         self._items.append(item)
-        invocation: str = item.invocation_id
-        if invocation and invocation not in self._invocations:
-            self._invocations[invocation] = None
         if self._waiting:
             self._wake()
 
@@ -459,7 +487,8 @@ class DetachedRun:
             )
             if session is None:
                 return
-            for invocation in self._invocations or {"": None}:
+            invocations = dict.fromkeys(i.invocation_id for i in self._items if i.invocation_id)
+            for invocation in invocations or {"": None}:
                 cut = cut_calls(session.events, invocation) if invocation else []
                 by_author: dict[str, list[Part]] = {}
                 for author, call in cut:
@@ -479,7 +508,7 @@ class DetachedRun:
                         content=Content(role="user", parts=parts),
                     )
                     self._publish(await store.append_event(session, answered))
-            last_invocation = next(reversed(self._invocations), "")
+            last_invocation = next(reversed(invocations), "")
             marker = Event(
                 author=self.root_name,
                 invocation_id=last_invocation,
@@ -522,7 +551,7 @@ class DetachedRun:
     async def first_kept(self) -> None:
         """Wait until the run's first frames are kept for the other replicas (at once when
         the store keeps none)."""
-        if not self._first_kept.is_set():
+        if self._first_kept is not None and not self._first_kept.is_set():
             await self._first_kept.wait()
 
     # -- subscribing ------------------------------------------------------------------------
@@ -545,9 +574,12 @@ class DetachedRun:
         i = 0
         while True:
             frames = self.frames_of(fmt)
-            while i < len(frames):
-                yield frames[i][2]
-                i += 1
+            if i < len(frames):
+                new = frames[i:]
+                i += len(new)
+                for _frame_id, _partial, frame in new:
+                    yield frame
+                continue  # more may have come while these went out
             if self.done:
                 return
             await self._next()
@@ -565,11 +597,13 @@ class DetachedRun:
         i = 0
         while True:
             frames = self.frames_of(fmt)
-            while i < len(frames):
-                frame_id, _partial, frame = frames[i]
-                i += 1
-                if frame_id > after:
-                    yield frame_id, frame
+            if i < len(frames):
+                new = frames[i:]
+                i += len(new)
+                for frame_id, _partial, frame in new:
+                    if frame_id > after:
+                        yield frame_id, frame
+                continue  # more may have come while these went out
             if self.done:
                 return
             await self._next()
