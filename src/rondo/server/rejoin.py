@@ -13,7 +13,8 @@ A rejoin sends the frames after the client's cursor in id order: what came befor
 server's part of the run (an earlier part ran on another replica, or before a restart) from
 the store, then this server's journal, then — while another replica goes on with the run —
 the store again, read every `POLL` seconds until that replica frees the session. The running
-replica keeps a frame before it frees the session, so the read after that holds every one.
+replica keeps its frames at most `KEEP_EVERY` seconds after making them, and all of them
+before it frees the session, so the read after that holds every one.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from rondo.lifecycle import sse_frame
 from rondo.server.errors import BadRequestError
 from rondo.server.frames import Format, FrameId, adk_payloads, format_id
 from rondo.server.run_control import POLL, running_elsewhere
+from rondo.server.runs import KEEP_EVERY
 from rondo.sessions.run_log import run_records
 
 if TYPE_CHECKING:
@@ -39,14 +41,27 @@ Key = tuple[str, str, str]
 _NOTHING: FrameId = (0, -1)  # before every frame
 
 
-async def stored_format(state: ServerState, key: Key, run_id: str) -> Format | None:
+async def stored_format(
+    state: ServerState, key: Key, run_id: str, *, wait: bool = True
+) -> Format | None:
     """The format of the route that started a run no process here knows, as the kept
-    frames tell it; None when the store keeps none of it (then only its records are)."""
+    frames tell it; None when the store keeps none of it (then only its records are). A
+    run going on elsewhere that kept nothing yet is given the time to keep its first
+    (with `wait`)."""
     kept = state.sessions.run_frames
     if kept is None:
         return None
-    fmt = await kept.format((*key, run_id))
-    return "lifecycle" if fmt == "lifecycle" else "adk" if fmt == "adk" else None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 4 * KEEP_EVERY
+    while True:
+        fmt = await kept.format((*key, run_id))
+        if fmt is not None:
+            return "lifecycle" if fmt == "lifecycle" else "adk"
+        if not wait or loop.time() > deadline:
+            return None
+        if not await running_elsewhere(state, key, resuming=True):
+            return None
+        await asyncio.sleep(KEEP_EVERY / 2)
 
 
 def check_format(fmt: Format, here: DetachedRun | None, kept: Format | None) -> None:

@@ -202,6 +202,16 @@ def _may_continue_a_run(message: Content | None) -> bool:
     return bool(parts) and all(p.function_response is not None for p in parts)
 
 
+# How often a run's new lifecycle frames are written for the other replicas, at most (s): a
+# statement per frame would double a run's writes; a rejoin elsewhere reads them this late.
+KEEP_EVERY = 0.25
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 class _Framed:
     """One format's frames of a run, made once from its items and shared by every reader
     (its subscribers, the writer keeping them for other replicas)."""
@@ -236,9 +246,9 @@ class DetachedRun:
 
     __slots__ = (
         "_first",
-        "_first_kept",
         "_framed",
         "_items",
+        "_keep_pause",
         "_sent_before",
         "_task",
         "_waiting",
@@ -294,7 +304,8 @@ class DetachedRun:
         # Subscribers waiting for the next item: a future each, made only when one waits.
         self._waiting: list[asyncio.Future[None]] = []
         self._first = asyncio.Event()
-        self._first_kept: asyncio.Event | None = None  # only while frames are being kept
+        # The frames writer's pause between two writes (a run that finishes cuts it short).
+        self._keep_pause: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
         self._writer: asyncio.Task[None] | None = None
         # The same run's earlier invocation on this server (it paused, this one resumes it).
@@ -371,6 +382,9 @@ class DetachedRun:
             finally:
                 self.finished = True
                 self._wake()
+                pause = self._keep_pause
+                if pause is not None and not pause.done():
+                    pause.set_result(None)  # keep the last frames now
                 try:
                     if self._writer is not None:
                         # Every frame is kept before the session is freed: a replica that
@@ -391,8 +405,6 @@ class DetachedRun:
         if self.on_done is not None:
             self.on_done(self)
         self._first.set()
-        if self._first_kept is not None:
-            self._first_kept.set()
         self._wake()
 
     async def _begin(self, item: Any) -> None:
@@ -420,8 +432,7 @@ class DetachedRun:
         else:
             self.base = 1  # the user's message is the new run's first record
         if run_id and self.kept is not None:
-            self._first_kept = asyncio.Event()
-            self._writer = asyncio.create_task(self._keep(self.kept, self._first_kept))
+            self._writer = asyncio.create_task(self._keep(self.kept))
         self._first.set()
 
     async def _last_kept(self) -> FrameId | None:
@@ -432,33 +443,42 @@ class DetachedRun:
             logger.warning("reading the kept frames of run %s failed: %s", self.run_id, exc)
             return None
 
-    async def _keep(self, kept: RunFrames, first_kept: asyncio.Event) -> None:
-        """Write the run's non-partial lifecycle frames to `kept` as they are made, in
-        batches: one statement for all the frames made while the last one ran."""
+    async def _keep(self, kept: RunFrames) -> None:
+        """Write the run's non-partial lifecycle frames to `kept` as they are made: at most
+        one statement every `KEEP_EVERY` seconds with every frame made meanwhile, and the
+        last ones as soon as the run has no more (before its session is freed)."""
         run = (*self.key, self.run_id)
         written = 0
-        try:
-            while True:
+        while True:
+            if written < len(self.frames_of("lifecycle")):
+                if not self.finished:
+                    await self._pause_keeping()
                 frames = self.frames_of("lifecycle")
-                if written < len(frames):
-                    batch = [
-                        (frame_id[0], frame_id[1], frame.decode())
-                        for frame_id, partial, frame in frames[written:]
-                        if not partial
-                    ]
-                    written = len(frames)
-                    if batch:
-                        try:
-                            await kept.keep(run, self.format, batch)
-                        except Exception as exc:  # a rejoin elsewhere misses them
-                            logger.warning("keeping frames of run %s failed: %s", self.run_id, exc)
-                    first_kept.set()
-                elif self._framed["lifecycle"].ended:
-                    return
-                else:
-                    await self._next()
+                batch = [
+                    (frame_id[0], frame_id[1], frame.decode())
+                    for frame_id, partial, frame in frames[written:]
+                    if not partial
+                ]
+                written = len(frames)
+                if batch:
+                    try:
+                        await kept.keep(run, self.format, batch)
+                    except Exception as exc:  # a rejoin elsewhere misses them; the run goes on
+                        logger.warning("keeping frames of run %s failed: %s", self.run_id, exc)
+            elif self._framed["lifecycle"].ended:
+                return
+            else:
+                await self._next()
+
+    async def _pause_keeping(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._keep_pause = pause = loop.create_future()
+        timer = loop.call_later(KEEP_EVERY, _resolve, pause)
+        try:
+            await pause
         finally:
-            first_kept.set()
+            timer.cancel()
+            self._keep_pause = None
 
     def _publish(self, item: Any) -> None:
         self._items.append(item)
@@ -547,12 +567,6 @@ class DetachedRun:
     async def started(self) -> None:
         """Wait for the run's first item (or its end before one)."""
         await self._first.wait()
-
-    async def first_kept(self) -> None:
-        """Wait until the run's first frames are kept for the other replicas (at once when
-        the store keeps none)."""
-        if self._first_kept is not None and not self._first_kept.is_set():
-            await self._first_kept.wait()
 
     # -- subscribing ------------------------------------------------------------------------
 
@@ -684,9 +698,6 @@ async def launch(
         await run.started()
         if run.run_id:
             state.detached.add(run)
-            # On a shared store the run's first frame is kept before anyone hears of the
-            # run: from then on any replica can tell its format and stream it.
-            await run.first_kept()
     except BaseException:
         run.cancel("the request was cancelled before the run started")
         raise

@@ -69,7 +69,7 @@ async def resume_lapsed(
             await release()
             return
         run_id = point.run_id if point is not None else events[-1].run_id
-        fmt = await stored_format(state, key, run_id) if run_id else None
+        fmt = await stored_format(state, key, run_id, wait=False) if run_id else None
         request = RunRequest(
             runner=runner,
             app_name=app_name,
