@@ -520,6 +520,22 @@ class BaseSessionService(abc.ABC):
         None when this store does not keep it."""
         return None
 
+    async def copy_history(
+        self,
+        source: Session,
+        *,
+        new_session_id: str | None,
+        before_event_id: str | None,
+        state: Mapping[str, Any],
+        pending: Sequence[PendingCall],
+    ) -> Session | None:
+        """For a fork (issue 21.5): a new session of `source`'s app and user whose log is
+        `source`'s up to the record `before_event_id` (not included; all of it, as read,
+        without one), with `state` (its session scope) and `pending`, copied by the store
+        itself in one transaction. None when the store has no such copy: the fork then
+        appends the records one by one."""
+        return None
+
     # -- one run per session across processes (SPEC W5) --------------------------------------
 
     @property

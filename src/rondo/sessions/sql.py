@@ -37,6 +37,7 @@ from sqlalchemy.engine import URL
 from rondo._state_values import check_state_delta
 from rondo.errors import (
     InvalidPageError,
+    InvocationNotFoundError,
     SessionExistsError,
     SessionNotFoundError,
     StaleSessionError,
@@ -641,6 +642,59 @@ class SqlSessionService(BaseSessionService):
             version=0,
             last_update_time=created,
         )
+
+    async def copy_history(
+        self,
+        source: Session,
+        *,
+        new_session_id: str | None,
+        before_event_id: str | None,
+        state: Mapping[str, Any],
+        pending: Sequence[PendingCall],
+    ) -> Session | None:
+        # The rows of the log prefix are copied inside the database (one INSERT … SELECT):
+        # a fork costs the same few statements whatever the length of the history, and
+        # keeps the prefix as it was stored (rewound records and rewinds too, for audit).
+        session_id = (
+            uuid.uuid4().hex if new_session_id is None else check_session_id(new_session_id)
+        )
+        await self._ready()
+        values: _Params = {
+            "app": source.app_name,
+            "user": source.user_id,
+            "source": source.id,
+            "sid": session_id,
+            "bound": source.version,
+            "event_id": before_event_id,
+            "state": _dumps(dict(state)),
+            "pending": _dumps([p.model_dump(mode="json") for p in pending]),
+            "created": now(),
+        }
+        await self._db.write(partial(self._copy_tx, values=values))
+        copied = await self.get_session(
+            app_name=source.app_name, user_id=source.user_id, session_id=session_id
+        )
+        assert copied is not None
+        return copied
+
+    async def _copy_tx(self, ex: Executor, values: _Params) -> None:
+        sql = self._sql
+        if values["event_id"] is not None:
+            where = {
+                "app": values["app"],
+                "user": values["user"],
+                "sid": values["source"],
+                "event_id": values.pop("event_id"),
+            }
+            rows = await ex.fetch(sql.seq_of, where)
+            if not rows or rows[0][0] is None:
+                raise InvocationNotFoundError(f"record {where['event_id']!r} is not stored")
+            values["bound"] = int(rows[0][0])
+        else:
+            del values["event_id"]
+        if not await ex.execute(sql.insert_fork, values):
+            raise SessionExistsError(f"session {values['sid']!r} already exists")
+        await ex.execute(sql.copy_events, values)
 
     async def get_session(
         self,
