@@ -51,6 +51,13 @@ async def test_21_2_frames_kept_by_one_replica_read_back_by_another(
     assert await read.of_session(KEY) == {}
     await kept.keep(run, "lifecycle", [(1, 0, "a")])
     assert await read.prune(keep=0) == 1
+    # A process that never used the table deletes a session: the next prune takes its frames.
+    await one.create_session(**IDS)
+    await kept.keep(run, "lifecycle", [(1, 0, "a")])
+    await postgres_backend.make().delete_session(**IDS)
+    assert await read.of_session(KEY) == {"run-1": ("lifecycle", (1, 0))}
+    assert await read.prune() == 1
+    assert await read.of_session(KEY) == {}
 
 
 @pytest.mark.postgres

@@ -3,8 +3,9 @@
 A row is `(app, user, session, run_id, n, k) → format, frame, created_at`. The frames of one
 write are one statement (`unnest` of three arrays). Like the run claims, the table is outside
 the versioned session schema and is created, if missing, on first use: older databases need
-no migration. Rows go with their session (`forget`) and after `KEEP` in any case (`prune`):
-they only serve rejoins, the log holds the run's records for good.
+no migration. Rows go with their session (in the statement that deletes it, or at the next
+`prune`) and after `KEEP` in any case: they only serve rejoins, the log holds the run's
+records for good.
 """
 
 from __future__ import annotations
@@ -55,15 +56,21 @@ class PostgresRunFrames(RunFrames):
             "WHERE app_name = :app AND user_id = :user AND session_id = :sid "
             "ORDER BY run_id, n DESC, k DESC"
         )
-        self._forget = Sql(
-            f"DELETE FROM {table} WHERE app_name = :app AND user_id = :user AND session_id = :sid"
-        )
+        # Old frames, and those of sessions deleted by a process that had not used the table.
         self._prune = Sql(
-            f"DELETE FROM {table} WHERE created_at < now() - make_interval(secs => :keep)"
+            f"DELETE FROM {table} AS f WHERE f.created_at < now() - make_interval(secs => :keep) "
+            f"OR NOT EXISTS (SELECT 1 FROM {table_prefix}sessions AS s WHERE "
+            "s.app_name = f.app_name AND s.user_id = f.user_id AND s.id = f.session_id)"
         )
         self._lock_key = zlib.crc32(table.encode())
         self._ready = False
         self._creating = asyncio.Lock()
+
+    @property
+    def ready(self) -> bool:
+        """Whether this process knows the table exists (a session's delete then takes its
+        frames in the same statement; otherwise `prune` does, within ten minutes)."""
+        return self._ready
 
     async def _table(self) -> None:
         if self._ready:
@@ -112,13 +119,6 @@ class PostgresRunFrames(RunFrames):
         values: dict[str, Any] = {"app": app, "user": user, "sid": sid}
         rows = await self._db.read(partial(_fetch, stmt=self._of_session, values=values))
         return {str(r): (str(f), (int(n), int(k))) for r, f, n, k in rows}
-
-    async def forget(self, key: tuple[str, str, str]) -> None:
-        """Delete the frames of every run of the session `key` (it is being deleted)."""
-        await self._table()
-        app, user, sid = key
-        values: dict[str, Any] = {"app": app, "user": user, "sid": sid}
-        await self._db.write(partial(_execute, stmt=self._forget, values=values), single=True)
 
     async def prune(self, keep: float = KEEP) -> int:
         await self._table()

@@ -132,6 +132,13 @@ class SessionStatements:
         self.delete = Sql(
             f"WITH gone AS (DELETE FROM {e} WHERE {event_key}) DELETE FROM {s} WHERE {key}"
         )
+        # …and the lifecycle frames kept of its runs, once their table is known to exist
+        # (`_run_frames.py`; created on first use, outside the versioned schema).
+        self.delete_with_frames = Sql(
+            f"WITH gone AS (DELETE FROM {e} WHERE {event_key}), "
+            f"frames AS (DELETE FROM {tables.prefix}run_frames WHERE {event_key}) "
+            f"DELETE FROM {s} WHERE {key}"
+        )
 
         # Built on first use: there are up to 16 shapes of append and 8 of list.
         self._updates: dict[tuple[bool, bool], Sql] = {}

@@ -577,7 +577,8 @@ class SqlSessionService(BaseSessionService):
 
     async def _delete_tx(self, ex: Executor, params: _Params) -> None:
         if self._sql.postgres:
-            await ex.execute(self._sql.delete, params)
+            frames = self._frames is not None and self._frames.ready
+            await ex.execute(self._sql.delete_with_frames if frames else self._sql.delete, params)
             return
         await ex.execute(self._sql.delete_events, params)
         await ex.execute(self._sql.delete_session, params)
@@ -913,5 +914,3 @@ class SqlSessionService(BaseSessionService):
         params = {"app": app_name, "user": user_id, "sid": session_id}
         await self._db.write(partial(self._delete_tx, params=params), single=self._sql.postgres)
         self._cache.pop((app_name, user_id, session_id), None)
-        if self._frames is not None:  # what other replicas kept of its runs goes too
-            await self._frames.forget((app_name, user_id, session_id))
