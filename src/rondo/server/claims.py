@@ -36,6 +36,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from rondo.errors import ConfigurationError
 from rondo.server.errors import NotFoundError, RunInProgressError
 from rondo.server.streams import ActiveRuns
 from rondo.sessions.base import BaseSessionService, check_ids
@@ -72,7 +73,7 @@ class SessionClaims:
 
     def __init__(self, store: BaseSessionService, runs: ActiveRuns, ttl: float = CLAIM_TTL) -> None:
         if not ttl > 0:
-            raise ValueError(f"a claim's lease must be positive, got {ttl}")
+            raise ConfigurationError(f"a claim's lease must be positive, got {ttl}")
         self._store = store
         self._runs = runs
         self.ttl = ttl  # how long a claim outlives its last renewal
