@@ -1,7 +1,8 @@
 """Detached runs (SPEC W7): what frame ids and the run task cost, and how fast a rejoin is.
 
-    .venv/bin/python bench/detached_runs.py            # all three parts
+    .venv/bin/python bench/detached_runs.py            # every part
     .venv/bin/python bench/detached_runs.py --quick    # short points while developing
+    .venv/bin/python bench/detached_runs.py --base cb705ed^ --postgres URL
 
 1. **Run routes, before and after.** bench/server.py's load (N keep-alive clients, each:
    create a session, `POST /run_sse`, read the session back) against two `rondo api-server`
@@ -13,7 +14,14 @@
    (`id:` line, numbering): Python calls (cProfile, deterministic) and µs per event.
 3. **Rejoin latency.** A finished run of the `steps` app (7 records), rejoined after its
    first frame: request sent → first missed frame read, from the journal of the server that
-   ran it, and from the log on a second server on the same SQLite file.
+   ran it, and from the log on a second server on the same SQLite file. With `--postgres`,
+   also across two replicas on PostgreSQL, in both formats (the lifecycle one from the frames
+   the running replica kept).
+4. **Calls per request, in-process** (`bench/server_profile.py` on this tree and on `--base`,
+   deterministic): at ASGI spec 2.4 and at 2.3, the one uvicorn declares.
+5. **Keeping lifecycle frames** (`--postgres`): Python calls and database statements of one
+   `/run_lifecycle` run of `steps` on PostgreSQL, with the frames kept for other replicas
+   and without.
 """
 
 from __future__ import annotations
@@ -70,8 +78,7 @@ class Replica(Server):
         )
 
 
-async def routes(args: argparse.Namespace, work: Path) -> list[str]:
-    base_src = _export_base(args.base, work / "base")
+async def routes(args: argparse.Namespace, work: Path, base_src: Path) -> list[str]:
     replicas = {
         "before": Replica(RONDO_APPS, "memory", work, base_src),
         "after": Replica(RONDO_APPS, "memory", work),
@@ -219,16 +226,153 @@ async def rejoin(args: argparse.Namespace, work: Path) -> list[str]:
         one.stop()
         two.stop()
 
-    def p(values: list[float], q: float) -> float:
-        ordered = sorted(values)
-        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
+    p = _p
     return [
         "| rejoin after the first frame | p50 ms | p99 ms |",
         "|---|---|---|",
         f"| journal (the server that ran it) | {p(journal, 0.5):.2f} | {p(journal, 0.99):.2f} |",
         f"| log (another server, SQLite) | {p(log, 0.5):.2f} | {p(log, 0.99):.2f} |",
     ]
+
+
+def profile_calls(args: argparse.Namespace, base_src: Path) -> list[str]:
+    """`bench/server_profile.py`'s calls per request, on the base tree and on this one."""
+    runs = "20" if args.quick else "100"
+    found: dict[tuple[str, str], dict[str, str]] = {}
+    for spec in ("2.4", "2.3"):
+        for name, src in (("before", base_src), ("after", None)):
+            env = dict(os.environ)
+            if src is not None:
+                env["PYTHONPATH"] = str(src)
+            argv = [sys.executable, str(HERE / "server_profile.py"), "--runs", runs]
+            out = subprocess.run(
+                [*argv, "--asgi-spec", spec], env=env, check=True, capture_output=True, text=True
+            ).stdout
+            rows = [line.strip("|").split("|") for line in out.splitlines() if "|" in line]
+            found[spec, name] = {r[0].strip(" *"): r[1].strip(" *") for r in rows[2:]}
+    lines = ["| request | ASGI | calls before | calls after |", "|---|---|---:|---:|"]
+    for spec in ("2.4", "2.3"):
+        for request in found[spec, "after"]:
+            before = found[spec, "before"].get(request, "")
+            lines.append(f"| {request} | {spec} | {before} | {found[spec, 'after'][request]} |")
+    return lines
+
+
+async def keeping_cost(postgres: str) -> list[str]:
+    """Calls and statements of one `/run_lifecycle` run of `steps` on PostgreSQL, with the
+    lifecycle frames kept for other replicas and without."""
+    from server_profile import call
+
+    from rondo.server import create_app
+    from rondo.sessions.sql import SqlSessionService
+
+    keeping = SqlSessionService.run_frames
+    app = create_app(STEPS_APPS, db=postgres, loopback_only=True)
+    database = type(app.state.rondo.sessions._db)  # counts its writes
+    statements = 0
+    writes = database.write
+
+    async def counted(self: Any, fn: Any, *, single: bool = False) -> Any:
+        nonlocal statements
+        statements += 1
+        return await writes(self, fn, single=single)
+
+    database.write = counted  # type: ignore[method-assign]
+    user = f"bench-{os.getpid()}"
+
+    async def one_run() -> None:
+        status, body = await call(app, "POST", f"/apps/steps/users/{user}/sessions", b"{}")
+        assert status == 200, body
+        run = {
+            "appName": "steps",
+            "userId": user,
+            "sessionId": json.loads(body)["id"],
+            "newMessage": {"role": "user", "parts": [{"text": "go"}]},
+        }
+        status, body = await call(app, "POST", "/run_lifecycle", json.dumps(run).encode())
+        assert status == 200, body
+        assert b"run_end" in body, body
+
+    lines = [
+        "| /run_lifecycle on PostgreSQL | Python calls | write statements |",
+        "|---|---:|---:|",
+    ]
+    try:
+        for name, kept in (("frames kept", True), ("no frames kept", False)):
+            if not kept:
+                SqlSessionService.run_frames = property(lambda self: None)  # type: ignore[assignment]
+            for _ in range(5):  # warm up
+                await one_run()
+            calls: list[int] = []
+            counts: list[int] = []
+            for _ in range(5):
+                statements = 0
+                counter = [0]
+
+                def hook(frame: Any, event: str, arg: Any, counter: list[int] = counter) -> None:
+                    if event in ("call", "c_call"):
+                        counter[0] += 1
+
+                sys.setprofile(hook)
+                try:
+                    await one_run()
+                finally:
+                    sys.setprofile(None)
+                calls.append(counter[0])
+                counts.append(statements)
+            lines.append(
+                f"| {name} | {statistics.median(calls):,.0f} | {statistics.median(counts):.0f} |"
+            )
+    finally:
+        SqlSessionService.run_frames = keeping  # type: ignore[assignment]
+        database.write = writes  # type: ignore[method-assign]
+        await app.state.rondo.sessions.close()
+    return lines
+
+
+async def pg_rejoin(args: argparse.Namespace, work: Path) -> list[str]:
+    """Rejoin a finished `steps` run after its first frame on the other of two replicas on
+    PostgreSQL: request sent → first missed frame read, both formats."""
+    one = Replica(STEPS_APPS, args.postgres, work)
+    two = Replica(STEPS_APPS, args.postgres, work)
+    await one.ready()
+    await two.ready()
+    times: dict[str, list[float]] = {"adk": [], "lifecycle": []}
+    try:
+        conn = Connection("127.0.0.1", one.port)
+        await conn.open()
+        user = f"bench-{os.getpid()}"
+        for i in range(args.rejoins):
+            for fmt, route in (("adk", "/run_sse"), ("lifecycle", "/run_lifecycle")):
+                base = f"/apps/steps/users/{user}/sessions"
+                _, body, _ = await conn.request("POST", base, b"{}")
+                sid = json.loads(body)["id"]
+                run = {
+                    "appName": "steps",
+                    "userId": user,
+                    "sessionId": sid,
+                    "newMessage": {"role": "user", "parts": [{"text": f"go {i}"}]},
+                }
+                _, body, _ = await conn.request("POST", route, json.dumps(run).encode())
+                frames = body.decode().split("\n\n")
+                fields = dict(line.split(": ", 1) for line in frames[0].split("\n"))
+                data = json.loads(fields["data"])
+                run_id = data.get("runId") or data["run_id"]
+                path = f"{base}/{sid}/runs/{run_id}/stream"
+                times[fmt].append((await _first_frame(two.port, path, fields["id"]))[0] * 1000)
+        await conn.close()
+    finally:
+        one.stop()
+        two.stop()
+    lines = ["| rejoin on the other replica (PostgreSQL) | p50 ms | p99 ms |", "|---|---|---|"]
+    for fmt, values in times.items():
+        lines.append(f"| {fmt} | {_p(values, 0.5):.2f} | {_p(values, 0.99):.2f} |")
+    return lines
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:
@@ -240,6 +384,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rejoins", type=int, default=200)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--postgres",
+        default=os.environ.get("RONDO_TEST_POSTGRES_URL"),
+        help="a PostgreSQL URL for the replica parts (default: $RONDO_TEST_POSTGRES_URL)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.seconds, args.warmup, args.rounds, args.rejoins = 3.0, 1.0, 1, 30
@@ -250,9 +399,14 @@ def main() -> None:
         args.base = args.base.strip()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
+        base_src = _export_base(args.base, work / "base")
+        print("\n".join(profile_calls(args, base_src)), "\n", flush=True)
         print("\n".join(frame_cost(2000)), "\n", flush=True)
         print("\n".join(asyncio.run(rejoin(args, work))), "\n", flush=True)
-        print("\n".join(asyncio.run(routes(args, work))), flush=True)
+        if args.postgres:
+            print("\n".join(asyncio.run(keeping_cost(args.postgres))), "\n", flush=True)
+            print("\n".join(asyncio.run(pg_rejoin(args, work))), "\n", flush=True)
+        print("\n".join(asyncio.run(routes(args, work, base_src))), flush=True)
 
 
 if __name__ == "__main__":

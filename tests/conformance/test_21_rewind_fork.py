@@ -13,7 +13,7 @@ import pytest
 
 from rondo import Agent, Event, FunctionCall, Part, Runner, StaleSessionError, ToolContext
 from rondo.artifacts import InMemoryArtifactService
-from rondo.errors import InvocationNotFoundError
+from rondo.errors import InvocationNotFoundError, SessionExistsError
 from rondo.sessions.base import BaseSessionService
 from rondo.testing import ScriptedModel
 from tests._stores import Backend, backend, postgres_url
@@ -271,3 +271,47 @@ async def test_21_fork_copies_history_up_to_an_invocation(backend: Backend) -> N
         await runner.fork_async(user_id="u", session_id="s", before_invocation_id="nope")
     if backend.name == "memory":  # the in-memory store shares the records themselves
         assert all(a is b for a, b in zip(copy.events, original.events, strict=True))
+
+
+async def test_21_fork_of_a_rewound_session_reads_the_same_and_rewinds_alone(
+    backend: Backend,
+) -> None:
+    """A fork reads as its original did (history, state, pending calls), its own rewinds
+    restore the state the original was created with, and the original never moves. A SQL
+    store copies the stored prefix inside the database, so the fork keeps the rewound
+    records for audit too."""
+    service = backend.make()
+    runner = _note_runner(service, InMemoryArtifactService())
+    await service.create_session(app_name=APP, user_id="u", session_id="s", state={"mode": "m"})
+    first = await _run(runner, "s", "first")
+    second = await _run(runner, "s", "second")
+    await runner.rewind_async(
+        user_id="u", session_id="s", rewind_before_invocation_id=second[0].invocation_id
+    )
+    third = await _run(runner, "s", "third")
+    original = await service.get_session(app_name=APP, user_id="u", session_id="s")
+    assert original is not None
+
+    fork = await runner.fork_async(user_id="u", session_id="s", new_session_id="f")
+    reader = backend.make()
+    got = await reader.get_session(app_name=APP, user_id="u", session_id="f")
+    assert got is not None
+    assert [e.id for e in got.events] == [e.id for e in original.events]
+    assert got.state == original.state
+    assert got.pending == original.pending
+    if backend.name != "memory":
+        assert [e.id for e in got.rewound] == [e.id for e in original.rewound]
+    with pytest.raises(SessionExistsError):
+        await runner.fork_async(user_id="u", session_id="s", new_session_id="f")
+
+    await runner.rewind_async(
+        user_id="u", session_id=fork.id, rewind_before_invocation_id=first[0].invocation_id
+    )
+    rewound = await reader.get_session(app_name=APP, user_id="u", session_id="f")
+    assert rewound is not None
+    assert rewound.events == []
+    assert rewound.state == {"mode": "m"}
+    untouched = await reader.get_session(app_name=APP, user_id="u", session_id="s")
+    assert untouched is not None
+    assert untouched.version == original.version
+    assert untouched.events[-1].id == third[-1].id

@@ -83,17 +83,16 @@ async def test_w5_a_store_of_one_process_grants_every_claim(tmp_path: Path) -> N
 
 @pytest.mark.postgres
 async def test_w5_a_server_renews_its_claims_until_the_run_ends(
-    postgres_backend: Backend, monkeypatch: pytest.MonkeyPatch
+    postgres_backend: Backend,
 ) -> None:
     pytest.importorskip("fastapi")
     import rondo.server.claims as claims_module
     from rondo.server.errors import NotFoundError, RunInProgressError
     from rondo.server.streams import ActiveRuns
 
-    monkeypatch.setattr(claims_module, "CLAIM_TTL", 1.0)  # renewed every 1/3 s
     here, other = await _two_replicas(postgres_backend)
     runs = ActiveRuns()
-    claims = claims_module.SessionClaims(here, runs)
+    claims = claims_module.SessionClaims(here, runs, ttl=1.0)  # renewed every 1/3 s
     with pytest.raises(NotFoundError, match="Session not found: nope"):
         await claims.take("app", "u", "nope")
     assert len(runs) == 0  # the refused claim left nothing held here

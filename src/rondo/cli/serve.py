@@ -111,6 +111,16 @@ Mcp = Annotated[
         "bearer tokens). Needs the mcp extra.",
     ),
 ]
+ClaimTtl = Annotated[
+    float,
+    typer.Option(
+        "--claim-ttl",
+        min=1.0,
+        help="Seconds a run's hold on its session outlives the replica that stopped renewing "
+        "it (PostgreSQL): a replica that dies mid-run has its runs resumed by another one "
+        "after this long.",
+    ),
+]
 
 Traces = Annotated[
     bool,
@@ -141,6 +151,7 @@ class ServeOptions:
     a2a_root: str | None = None
     public_url: str | None = None
     mcp: bool = False
+    claim_ttl: float = 30.0
 
 
 def check_bind(host: str, auth_tokens: str | None, allow_unauthenticated: bool) -> None:
@@ -191,6 +202,7 @@ def _serve(options: ServeOptions) -> None:
             a2a_root=options.a2a_root,
             public_url=options.public_url,
             mcp=options.mcp,
+            claim_ttl=options.claim_ttl,
         )
         names = app.state.rondo.apps.names()
         url = f"http://{_url_host(options.host)}:{options.port}/"
@@ -237,6 +249,7 @@ def register(app: typer.Typer) -> None:
         a2a_root: A2ARoot = None,
         public_url: PublicUrl = None,
         mcp: Mcp = False,
+        claim_ttl: ClaimTtl = 30.0,
     ) -> None:
         """Serve the apps of AGENTS_DIR with google-adk's REST + SSE API (and rondo's)."""
         _serve(
@@ -245,7 +258,7 @@ def register(app: typer.Typer) -> None:
                 allow_unauthenticated, max_body_bytes, log_level, web=False, a2a=a2a,
                 traces=traces, timeouts=(timeout_keep_alive, timeout_header, timeout_body),
                 a2a_root=a2a_root, public_url=public_url,
-                mcp=mcp,
+                mcp=mcp, claim_ttl=claim_ttl,
             )
         )  # fmt: skip
 

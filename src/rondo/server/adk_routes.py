@@ -38,6 +38,7 @@ from rondo.server.wire import (
     event_json,
     part_json,
     session_json,
+    version_tag,
 )
 from rondo.sessions.base import Session
 from rondo.sessions.rewind import artifact_version
@@ -207,8 +208,12 @@ async def create_session_with_id(
 
 @router.get(_SESSION, response_model=WireSession)
 async def get_session(app_name: str, user_id: str, session_id: str, request: Request) -> Response:
+    """The session; its `ETag` is its version (what a rewind's `expectedVersion` names)."""
     state = owner(request, user_id)
-    return _json(session_json(await _session_or_404(state, app_name, user_id, session_id)))
+    session = await _session_or_404(state, app_name, user_id, session_id)
+    answer = _json(session_json(session))
+    answer.headers["ETag"] = version_tag(session)
+    return answer
 
 
 @router.patch(_SESSION, response_model=WireSession)

@@ -26,6 +26,7 @@ from rondo.server import (
 )
 from rondo.server.a2a_root import a2a_root_card_routes
 from rondo.server.auth import TokenAuth, TokenMiddleware, load_tokens
+from rondo.server.claims import CLAIM_TTL
 from rondo.server.discovery import AppRegistry
 from rondo.server.errors import install_error_handlers
 from rondo.server.guard import RequestGuard
@@ -84,6 +85,7 @@ def create_app(
     a2a_root: str | None = None,
     public_url: str | None = None,
     mcp: bool = False,
+    claim_ttl: float = CLAIM_TTL,
 ) -> FastAPI:
     """The server for the apps of `agents_dir`.
 
@@ -100,15 +102,22 @@ def create_app(
     recent sessions in memory for the trace routes and the web UI's Trace tab (installing an
     OpenTelemetry SDK tracer provider if none is set); it defaults to `web`. `mcp` also
     serves each app as an MCP tool at `/mcp` (the `mcp` extra; see `rondo.server.mcp_server`).
+    `claim_ttl` is how long a run's claim on its session outlives the last renewal of a
+    replica that stopped (on PostgreSQL): another replica then resumes the run
+    (`rondo.server.takeover`).
     """
     if max_body_bytes <= 0:
         raise ConfigurationError(f"max_body_bytes must be positive, got {max_body_bytes}")
     if body_timeout is not None and not body_timeout > 0:
         raise ConfigurationError(f"body_timeout must be positive, got {body_timeout}")
+    if not claim_ttl > 0:
+        raise ConfigurationError(f"claim_ttl must be positive, got {claim_ttl}")
     auth = _auth(auth_tokens)
     sessions, artifacts, owned = _stores(db, session_service, artifact_service)
     apps = AppRegistry(agents_dir, session_service=sessions, artifact_service=artifacts)
-    state = ServerState(apps=apps, sessions=sessions, artifacts=artifacts, auth=auth)
+    state = ServerState(
+        apps=apps, sessions=sessions, artifacts=artifacts, auth=auth, claim_ttl=claim_ttl
+    )
     if web if trace_store is None else trace_store:
         from rondo.server.span_store import enable_span_store
 
@@ -120,6 +129,8 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncGenerator[None]:
         # Issue 25: the price table loads at startup, not on the first request's model call.
         await asyncio.to_thread(warm_prices)
+        # Replicas on one PostgreSQL: renew claims, resume the runs of replicas that died.
+        state.claims.start()
         try:
             if mcp_endpoint is None:
                 yield

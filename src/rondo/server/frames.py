@@ -8,6 +8,9 @@ In the lifecycle format every lifecycle event is a frame, numbered after the rec
 follows. Ids only grow, so `Last-Event-ID` is a cursor: the frames after `n.k` are the frames
 of records after `n`, plus those of record `n` itself past `k`. Nothing is written to get an
 id — any process that reads the log numbers a run's records the same way.
+
+A run that goes on (an answer to its pending calls, a resume after a crash) numbers its first
+frames after the ones its earlier part sent under the same record: `Numbering(…, k=…)`.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ __all__ = [
     "Format",
     "FrameId",
     "Numbering",
+    "adk_frame_count",
     "adk_payloads",
     "error_frame",
     "format_id",
@@ -63,6 +67,11 @@ def adk_payloads(event: Event) -> list[bytes]:
     return [dumps(wire)]
 
 
+def adk_frame_count(event: Event) -> int:
+    """How many ADK frames `event` makes (`adk_payloads` without encoding it)."""
+    return 2 if _splits(event) else 1
+
+
 def _splits(event: Event) -> bool:
     return bool(event.actions.artifact_delta and event.content is not None and event.content.parts)
 
@@ -78,10 +87,10 @@ class Numbering:
 
     __slots__ = ("format", "k", "last", "n")
 
-    def __init__(self, fmt: Format, base: int) -> None:
+    def __init__(self, fmt: Format, base: int, k: int = 0) -> None:
         self.format: Format = fmt
         self.n = base  # the ordinal of the last record before the first item
-        self.k = 0
+        self.k = k  # the frames already sent after that record (by an earlier part)
         self.last: FrameId | None = None
 
     def frames(self, item: Any) -> Iterable[tuple[FrameId, bool, bytes]]:
@@ -117,8 +126,7 @@ class Numbering:
             self.k = 0
         if record != (self.format == "adk"):
             return
-        count = 2 if record and _splits(item) else 1
-        self.k += count
+        self.k += adk_frame_count(item) if record else 1
         self.last = (self.n, self.k - 1)
 
     def error(self, exc: BaseException) -> bytes:

@@ -25,7 +25,12 @@ from rondo.server.adk_routes import _session_or_404  # pyright: ignore[reportPri
 from rondo.server.errors import SafeRoute, VersionConflictError
 from rondo.server.state import owner
 from rondo.server.streams import dumps
-from rondo.server.wire import _Body, event_json, session_json  # pyright: ignore[reportPrivateUsage]
+from rondo.server.wire import (
+    _Body,  # pyright: ignore[reportPrivateUsage]
+    event_json,
+    session_json,
+    version_tag,
+)
 from rondo.sessions.rewind import fork_session, rewind_session
 
 __all__ = ["ForkRequest", "RewindRequest", "router"]
@@ -39,7 +44,8 @@ class RewindRequest(_Body):
     invocation_id: str = Field(min_length=1, description="Rewind to before this invocation.")
     expected_version: int | None = Field(
         default=None,
-        description="Refuse (409) unless the session is still at this version.",
+        description="Refuse (409) unless the session is still at this version (the `ETag` "
+        "of `GET …/sessions/{id}`, a number).",
     )
 
 
@@ -81,7 +87,9 @@ async def rewind(
     finally:
         await release()
     session = await _session_or_404(state, app_name, user_id, session_id)
-    return _json({**session_json(session), "rewindEventId": record.id})
+    answer = _json({**session_json(session), "rewindEventId": record.id})
+    answer.headers["ETag"] = version_tag(session)
+    return answer
 
 
 @router.post(_SESSION + "/fork")

@@ -39,10 +39,13 @@ POLL = 0.2
 _queues: dict[tuple[str, str, str], tuple[asyncio.Lock, list[int]]] = {}
 
 
-async def take_with(state: SessionRuns, key: tuple[str, str, str], multitask: Multitask) -> Release:
-    """Claim the session `key` the way `multitask` says (see the module docstring)."""
+async def take_with(
+    state: SessionRuns, key: tuple[str, str, str], multitask: Multitask, *, resume: bool = False
+) -> Release:
+    """Claim the session `key` the way `multitask` says (see the module docstring);
+    `resume` as `SessionClaims.take`."""
     if multitask == "reject":
-        return await state.claims.take(*key)
+        return await state.claims.take(*key, resume=resume)
     lock, waiting = _queues.setdefault(key, (asyncio.Lock(), [0]))
     waiting[0] += 1
     try:
@@ -53,7 +56,7 @@ async def take_with(state: SessionRuns, key: tuple[str, str, str], multitask: Mu
                 reason = "interrupted" if multitask == "interrupt" else "rolled back"
                 if not await stop_run(state, key, None, f"{reason} by a newer message"):
                     stopped = None
-            release = await _when_free(state, key)
+            release = await _when_free(state, key, resume)
             if multitask == "rollback" and stopped:
                 try:
                     await _rewind_run(state, key, stopped)
@@ -103,10 +106,10 @@ async def _rewind_run(state: SessionRuns, key: tuple[str, str, str], run_id: str
     )
 
 
-async def _when_free(state: SessionRuns, key: tuple[str, str, str]) -> Release:
+async def _when_free(state: SessionRuns, key: tuple[str, str, str], resume: bool) -> Release:
     while True:
         try:
-            return await state.claims.take(*key)
+            return await state.claims.take(*key, resume=resume)
         except RunInProgressError:
             run = state.detached.current(*key)
             if run is not None:

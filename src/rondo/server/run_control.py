@@ -4,8 +4,8 @@ A run of this process is stopped directly (`DetachedRun.cancel`). A run of anoth
 a shared store (PostgreSQL) is asked to stop over the store's notification channel (LISTEN /
 NOTIFY: the replica holding the session's claim listens and cancels its run); the request
 then waits for the claim to be freed, which the stopping replica does after writing the
-cancellation to the log. A replica that died cannot answer: its claim lapses within
-`CLAIM_TTL` and the run reads `failed` (or is resumed, SPEC D1).
+cancellation to the log. A replica that died cannot answer: its claim lapses within its lease
+and a surviving replica resumes the run (`rondo.server.takeover`, SPEC D1).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
-from rondo.server.claims import CANCEL_CHANNEL, CLAIM_TTL
+from rondo.server.claims import CANCEL_CHANNEL
 
 if TYPE_CHECKING:
     from rondo.server.session_runs import SessionRuns
@@ -29,13 +29,20 @@ POLL = 0.2
 Key = tuple[str, str, str]
 
 
-async def running_elsewhere(state: SessionRuns, key: Key) -> bool:
-    """Whether another process holds the session's run claim (a run is going on there)."""
+async def running_elsewhere(state: SessionRuns, key: Key, *, resuming: bool = False) -> bool:
+    """Whether another process holds the session's run claim (a run is going on there).
+    With `resuming`, also while the claim of a replica that died lapsed less than a lease
+    ago: a surviving replica is about to resume its run (`rondo.server.takeover`)."""
     store = state.sessions
     if not store.shared or state.detached.current(*key) is not None:
         return False
     app_name, user_id, session_id = key
-    return await store.run_claimed(app_name=app_name, user_id=user_id, session_id=session_id)
+    return await store.run_claimed(
+        app_name=app_name,
+        user_id=user_id,
+        session_id=session_id,
+        lapsed_within=state.claims.ttl if resuming else 0.0,
+    )
 
 
 async def stop_run(state: SessionRuns, key: Key, run_id: str | None, reason: str) -> bool:
@@ -54,7 +61,7 @@ async def stop_run(state: SessionRuns, key: Key, run_id: str | None, reason: str
     notice = {"app": app_name, "user": user_id, "session": session_id, "run": run_id}
     await state.sessions.notify(CANCEL_CHANNEL, json.dumps({**notice, "reason": reason}))
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + CLAIM_TTL
+    deadline = loop.time() + state.claims.ttl
     # Polled: the other replica frees the claim, and nothing here is told when.
     while await running_elsewhere(state, key) and loop.time() < deadline:  # noqa: ASYNC110
         await asyncio.sleep(POLL)

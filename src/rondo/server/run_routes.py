@@ -9,29 +9,27 @@
     POST …/sessions/{id}/runs/{run_id}/cancel    stop it at its next stop point
 
 A run this process runs (or ran lately) is streamed from its journal: every frame after the
-cursor, partial ones included, in the format asked for. Any other run is streamed from the
-session log, which holds its records — the non-partial frames of the ADK format — whatever
-replica ran it; while another replica still runs it (it holds the session's claim) the log is
-read again every `POLL` seconds until the claim is freed. Lifecycle events live only on the
-replica running the run: `?format=lifecycle` for a run of another replica is refused (409).
+cursor, partial ones included, in the format asked for. Any other run is streamed from what
+the store holds: the session log (its records, the non-partial frames of the ADK format) and,
+on a store shared by replicas, the non-partial lifecycle frames the running replica kept;
+while another replica still runs it the store is read again until it ends
+(`rondo.server.rejoin`). `?format=lifecycle` for a run whose lifecycle events were never
+built (`/run_sse`) or are nowhere any more (a one-process store that forgot it) is a 400.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncGenerator
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response
 
 from rondo.events import Event
-from rondo.lifecycle import sse_frame
 from rondo.server.adk_routes import _session_or_404  # pyright: ignore[reportPrivateUsage]
 from rondo.server.errors import NotFoundError, RunInProgressError, SafeRoute
 from rondo.server.frames import Format, FrameId, adk_payloads, format_id, parse_id
-from rondo.server.run_control import POLL, running_elsewhere, stop_run
-from rondo.server.runs import DetachedRun
+from rondo.server.rejoin import check_format, rejoin, stored_format
+from rondo.server.run_control import running_elsewhere, stop_run
 from rondo.server.state import ServerState, owner
 from rondo.server.streams import dumps, event_stream
 from rondo.sessions.base import Session
@@ -79,7 +77,10 @@ async def _describe(
 ) -> list[dict[str, object]]:
     key = (session.app_name, session.user_id, session.id)
     here = {run.run_id: run for run in state.detached.of_session(key)}
-    elsewhere = bool(summaries) and await running_elsewhere(state, key)
+    elsewhere = bool(summaries) and await running_elsewhere(state, key, resuming=True)
+    # What other replicas kept of the runs started on a lifecycle route: format, last id.
+    kept = state.sessions.run_frames
+    kept_runs = await kept.of_session(key) if kept is not None and summaries else {}
     out: list[dict[str, object]] = []
     for i, summary in enumerate(summaries):
         run = here.get(summary.run_id)
@@ -90,8 +91,11 @@ async def _describe(
             status = run.status or status
             last = run.last_frame_id() or last
             fmt = run.format
-        elif i == 0 and elsewhere:
-            status = "running"  # the newest run, and another replica holds the session
+        else:
+            if summary.run_id in kept_runs and kept_runs[summary.run_id][0] == "lifecycle":
+                fmt, last = kept_runs[summary.run_id]
+            if i == 0 and elsewhere:
+                status = "running"  # the newest run, and another replica holds the session
         out.append(_summary_json(session.id, summary, status, last, fmt))
     return out
 
@@ -173,48 +177,12 @@ async def stream_run(
     state.apps.check(app_name)
     cursor_text = last_event_id if last_event_id is not None else after
     cursor = parse_id(cursor_text) if cursor_text else None
-    run = state.detached.get(app_name, user_id, session_id, run_id)
-    if run is not None:
-        return event_stream(_from_journal(run, format or run.format, cursor))
-    await _one(state, app_name, user_id, session_id, run_id)  # 404 for an unknown run
-    if format == "lifecycle":
-        raise RunInProgressError(
-            f"run {run_id!r} did not run on this server, and lifecycle events live only on "
-            "the replica that runs a run: rejoin it with ?format=adk (its records, from the "
-            "log) or on the replica running it"
-        )
     key = (app_name, user_id, session_id)
-    return event_stream(_from_log(state, key, run_id, cursor))
-
-
-async def _from_journal(
-    run: DetachedRun, fmt: Format, cursor: FrameId | None
-) -> AsyncGenerator[bytes, None]:
-    async for frame in run.subscribe(fmt, cursor, earlier=True):
-        yield frame
-
-
-async def _from_log(
-    state: ServerState, key: tuple[str, str, str], run_id: str, cursor: FrameId | None
-) -> AsyncGenerator[bytes, None]:
-    """The run's ADK frames from the session log, after `cursor`; while another replica
-    still runs it, read again until it ends."""
-    app_name, user_id, session_id = key
-    sent: FrameId = cursor if cursor is not None else (0, -1)
-    store = state.sessions
-    while True:
-        # The claim first: once it is free, the read after it holds every record.
-        going = await running_elsewhere(state, key)
-        session = await store.get_session(app_name=app_name, user_id=user_id, session_id=session_id)
-        if session is None:
-            return
-        for n, event in run_records(session.events, run_id):
-            if event.author == "user" or n < sent[0]:
-                continue
-            for k, payload in enumerate(adk_payloads(event)):
-                if (n, k) > sent:
-                    sent = (n, k)
-                    yield sse_frame(payload, id=format_id(sent))
-        if not going:
-            return
-        await asyncio.sleep(POLL)
+    here = state.detached.get(app_name, user_id, session_id, run_id)
+    kept: Format | None = None
+    if here is None:
+        await _one(state, app_name, user_id, session_id, run_id)  # 404 for an unknown run
+        kept = await stored_format(state, key, run_id)
+    fmt: Format = format or (here.format if here is not None else kept or "adk")
+    check_format(fmt, here, kept)
+    return event_stream(rejoin(state, key, run_id, fmt, cursor, here))

@@ -38,7 +38,7 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import Field
@@ -51,11 +51,12 @@ from rondo.runner import Runner
 from rondo.server.auth import authorize, check_shared_state
 from rondo.server.errors import BadRequestError, NotFoundError
 from rondo.server.files import check_files, has_files
-from rondo.server.frames import Format, FrameId, Numbering
+from rondo.server.frames import Format, FrameId, Numbering, adk_frame_count
 from rondo.server.multitask import Multitask, take_with
 from rondo.server.session_runs import SessionRuns
 from rondo.server.streams import REFUSALS, dumps, event_stream
 from rondo.server.wire import RunAgentRequest
+from rondo.sessions.run_frames import RunFrames
 from rondo.sessions.run_log import CANCELLED, RunStatus, cut_calls, run_records
 from rondo.types import Content, FunctionResponse, Part
 
@@ -168,11 +169,15 @@ async def start_run(
         if session is None:
             raise NotFoundError(f"Session not found: {body.session_id}")
     multitask: Multitask = getattr(body, "multitask", "reject")
+    on_disconnect: str = getattr(body, "on_disconnect", "continue")
     key = (body.app_name, body.user_id, body.session_id)
+    # Should this server die mid-run, another replica resumes it — unless it was to stop
+    # with its client, who went away with this server.
+    resume = on_disconnect != "cancel"
     if multitask == "reject":
-        release = await state.claims.take(*key)
+        release = await state.claims.take(*key, resume=resume)
     else:
-        release = await take_with(state, key, multitask)
+        release = await take_with(state, key, multitask, resume=resume)
     config = _STREAMING if body.streaming else _PLAIN
     options = body.run_config
     if options is not None and options.save_input_blobs_as_artifacts:
@@ -186,7 +191,7 @@ async def start_run(
         state_delta=body.state_delta,
         config=config,
         release=release,
-        on_disconnect=getattr(body, "on_disconnect", "continue"),
+        on_disconnect=on_disconnect,
     )
 
 
@@ -209,34 +214,115 @@ def _may_continue_a_run(message: Content | None) -> bool:
     return bool(parts) and all(p.function_response is not None for p in parts)
 
 
-@dataclass(eq=False)
+# How often a run's new lifecycle frames are written for the other replicas, at most (s): a
+# statement per frame would double a run's writes; a rejoin elsewhere reads them this late.
+KEEP_EVERY = 0.25
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class _Framed:
+    """One format's frames of a run, made once from its items and shared by every reader
+    (its subscribers, the writer keeping them for other replicas)."""
+
+    __slots__ = ("ended", "frames", "made", "numbering")
+
+    def __init__(self, numbering: Numbering) -> None:
+        self.numbering = numbering
+        self.frames: list[tuple[FrameId, bool, bytes]] = []  # (id, partial, frame)
+        self.made = 0  # items framed
+        self.ended = False  # the run has no more items (and its error frame, if any, is in)
+
+    def catch_up(self, run: DetachedRun) -> list[tuple[FrameId, bool, bytes]]:
+        items = run._items  # pyright: ignore[reportPrivateUsage]
+        made = self.made
+        if made < len(items):
+            numbering, frames = self.numbering, self.frames
+            for item in items[made:]:
+                frames += numbering.frames(item)
+            self.made = len(items)
+        if run.finished and not self.ended:
+            self.ended = True
+            if run.error is not None:
+                frame = self.numbering.error(run.error)
+                assert self.numbering.last is not None
+                self.frames.append((self.numbering.last, False, frame))
+        return self.frames
+
+
 class DetachedRun:
     """One run, driven by a task of the server (see the module docstring)."""
 
-    request: RunRequest
-    observe: bool
-    format: Format
-    root_name: str
-    run_id: str = ""
-    started_at: float = field(default_factory=time.time)
-    error: BaseException | None = None
-    stop_reason: str | None = None
-    done: bool = False
-    base: int = 0  # the ordinal of the run's last record before its first item
-    _items: list[object] = field(default_factory=list[object])
-    _invocations: dict[str, None] = field(default_factory=dict[str, None])
-    # Subscribers waiting for the next item: a future each, made only when one waits.
-    _waiting: list[asyncio.Future[None]] = field(default_factory=list[asyncio.Future[None]])
-    _first: asyncio.Event = field(default_factory=asyncio.Event)
-    _task: asyncio.Task[None] | None = None
-    # The same run's earlier invocation on this server (it paused, this one resumes it).
-    previous: DetachedRun | None = None
-    on_done: Callable[[DetachedRun], None] | None = None
+    __slots__ = (
+        "_first",
+        "_framed",
+        "_items",
+        "_keep_pause",
+        "_sent_before",
+        "_task",
+        "_waiting",
+        "_writer",
+        "base",
+        "done",
+        "error",
+        "finished",
+        "format",
+        "kept",
+        "key",
+        "observe",
+        "on_done",
+        "previous",
+        "registry",
+        "request",
+        "root_name",
+        "run_id",
+        "started_at",
+        "stop_reason",
+    )
 
-    @property
-    def key(self) -> tuple[str, str, str]:
-        r = self.request
-        return (r.app_name, r.user_id, r.session_id)
+    def __init__(
+        self,
+        request: RunRequest,
+        observe: bool,
+        format: Format,
+        root_name: str,
+        kept: RunFrames | None = None,
+        registry: RunRegistry | None = None,
+    ) -> None:
+        self.request = request
+        self.observe = observe
+        self.format: Format = format
+        self.root_name = root_name
+        # Where this run's lifecycle frames are kept for the other replicas (shared stores).
+        self.kept = kept if observe else None
+        # The server's runs: where an earlier part of this run (paused, answered) is found.
+        self.registry = registry
+        self.key = (request.app_name, request.user_id, request.session_id)
+        self.run_id = ""
+        self.started_at = time.time()
+        self.error: BaseException | None = None
+        self.stop_reason: str | None = None
+        self.finished = False  # no more items (set before the session is freed)
+        self.done = False  # ended, its session freed
+        self.base = 0  # the ordinal of the run's last record before its first item
+        self._items: list[Any] = []
+        self._framed: dict[str, _Framed] = {}
+        # Per format, the frames the run's earlier part sent under record `base` (from the
+        # log or the kept frames; an earlier part on this server counts through `previous`).
+        self._sent_before: dict[str, int] = {}
+        # Subscribers waiting for the next item: a future each, made only when one waits.
+        self._waiting: list[asyncio.Future[None]] = []
+        self._first = asyncio.Event()
+        # The frames writer's pause between two writes (a run that finishes cuts it short).
+        self._keep_pause: asyncio.Future[None] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._writer: asyncio.Task[None] | None = None
+        # The same run's earlier invocation on this server (it paused, this one resumes it).
+        self.previous: DetachedRun | None = None
+        self.on_done: Callable[[DetachedRun], None] | None = None
 
     @property
     def status(self) -> RunStatus | None:
@@ -249,10 +335,40 @@ class DetachedRun:
 
     def last_frame_id(self) -> FrameId | None:
         """The id of the last frame in the run's own format (for the status route)."""
-        numbering = Numbering(self.format, self.base)
+        framed = self._framed.get(self.format)
+        if framed is not None:
+            frames = framed.catch_up(self)
+            return frames[-1][0] if frames else None
+        numbering = Numbering(self.format, self.base, self._start(self.format))
         for item in self._items:
             numbering.advance(item)
         return numbering.last
+
+    def first_frame_id(self, fmt: Format) -> FrameId:
+        """Where this server's frames of the run start in `fmt` (its earliest part here):
+        the frames before it are in the log, or kept, or were sent by another replica."""
+        run = self
+        while run.previous is not None and (fmt == "adk" or run.previous.observe):
+            run = run.previous
+        return (run.base, run._start(fmt))  # pyright: ignore[reportPrivateUsage]
+
+    def frames_of(self, fmt: Format) -> list[tuple[FrameId, bool, bytes]]:
+        """`(id, partial, frame)` of every frame the run made so far in `fmt`."""
+        framed = self._framed.get(fmt)
+        if framed is None:
+            framed = self._framed[fmt] = _Framed(Numbering(fmt, self.base, self._start(fmt)))
+        return framed.catch_up(self)
+
+    def _start(self, fmt: Format) -> int:
+        """The `k` of this part's first frame under record `base`: after every frame an
+        earlier part of the run sent under it."""
+        k = self._sent_before.get(fmt, 0)
+        previous = self.previous
+        if previous is not None and (fmt == "adk" or previous.observe):
+            frames = previous.frames_of(fmt)
+            if frames and frames[-1][0][0] == self.base:
+                k = max(k, frames[-1][0][1] + 1)
+        return k
 
     # -- driving ------------------------------------------------------------------------------
 
@@ -276,14 +392,25 @@ class DetachedRun:
                 if self.stop_reason is not None and self.run_id:
                     await asyncio.shield(self._record_stop(self.stop_reason))
             finally:
+                self.finished = True
+                self._wake()
+                pause = self._keep_pause
+                if pause is not None and not pause.done():
+                    pause.set_result(None)  # keep the last frames now
                 try:
-                    await self.request.release()  # shields its store call itself
-                except Exception as exc:  # the claim lapses by itself (CLAIM_TTL)
-                    logger.warning("freeing the session of run %s failed: %s", self.run_id, exc)
+                    if self._writer is not None:
+                        # Every frame is kept before the session is freed: a replica that
+                        # sees it free reads them all.
+                        await asyncio.shield(self._writer)
                 finally:
-                    # Even when freeing the claim failed (it then lapses): no subscriber
-                    # may wait for a run that has ended.
-                    self._end()
+                    try:
+                        await self.request.release()  # shields its store call itself
+                    except Exception as exc:  # the claim lapses by itself (its lease)
+                        logger.warning("freeing the session of run %s failed: %s", self.run_id, exc)
+                    finally:
+                        # Even when freeing the claim failed (it then lapses): no subscriber
+                        # may wait for a run that has ended.
+                        self._end()
 
     def _end(self) -> None:
         self.done = True
@@ -293,27 +420,80 @@ class DetachedRun:
         self._wake()
 
     async def _begin(self, item: Any) -> None:
-        """The first item: the run's id, and where its frame numbering starts."""
-        self.run_id = getattr(item, "run_id", "") or ""
+        """The first item: the run's id, where its frame numbering starts, and the writer
+        that keeps its frames for the other replicas."""
+        self.run_id = run_id = getattr(item, "run_id", "") or ""
         request = self.request
-        if _may_continue_a_run(request.message):
+        if run_id and _may_continue_a_run(request.message):
+            if self.registry is not None:
+                self.previous = self.registry.get(*self.key, run_id)
             store = request.runner.session_service
             session = await store.get_session(
                 app_name=request.app_name, user_id=request.user_id, session_id=request.session_id
             )
-            stored = (
-                0 if session is None else sum(1 for _ in run_records(session.events, self.run_id))
+            records = [] if session is None else [e for _, e in run_records(session.events, run_id)]
+            self.base = base = len(records) - (
+                1 if isinstance(item, Event) and not item.partial else 0
             )
-            self.base = stored - (1 if isinstance(item, Event) and not item.partial else 0)
+            if base > 0 and records[base - 1].author != "user":
+                self._sent_before["adk"] = adk_frame_count(records[base - 1])
+            if self.kept is not None:
+                last = await self._last_kept()
+                if last is not None and last[0] == base:
+                    self._sent_before["lifecycle"] = last[1] + 1
         else:
             self.base = 1  # the user's message is the new run's first record
+        if run_id and self.kept is not None:
+            self._writer = asyncio.create_task(self._keep(self.kept))
         self._first.set()
+
+    async def _last_kept(self) -> FrameId | None:
+        assert self.kept is not None
+        try:
+            return await self.kept.last((*self.key, self.run_id))
+        except Exception as exc:  # then numbered as if nothing was kept
+            logger.warning("reading the kept frames of run %s failed: %s", self.run_id, exc)
+            return None
+
+    async def _keep(self, kept: RunFrames) -> None:
+        """Write the run's non-partial lifecycle frames to `kept` as they are made: at most
+        one statement every `KEEP_EVERY` seconds with every frame made meanwhile, and the
+        last ones as soon as the run has no more (before its session is freed)."""
+        run = (*self.key, self.run_id)
+        written = 0
+        while True:
+            if written < len(self.frames_of("lifecycle")):
+                if not self.finished:
+                    await self._pause_keeping()
+                frames = self.frames_of("lifecycle")
+                batch = [
+                    (frame_id[0], frame_id[1], frame.decode())
+                    for frame_id, partial, frame in frames[written:]
+                    if not partial
+                ]
+                written = len(frames)
+                if batch:
+                    try:
+                        await kept.keep(run, self.format, batch)
+                    except Exception as exc:  # a rejoin elsewhere misses them; the run goes on
+                        logger.warning("keeping frames of run %s failed: %s", self.run_id, exc)
+            elif self._framed["lifecycle"].ended:
+                return
+            else:
+                await self._next()
+
+    async def _pause_keeping(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._keep_pause = pause = loop.create_future()
+        timer = loop.call_later(KEEP_EVERY, _resolve, pause)
+        try:
+            await pause
+        finally:
+            timer.cancel()
+            self._keep_pause = None
 
     def _publish(self, item: Any) -> None:
         self._items.append(item)
-        invocation: str = item.invocation_id
-        if invocation and invocation not in self._invocations:
-            self._invocations[invocation] = None
         if self._waiting:
             self._wake()
 
@@ -339,7 +519,8 @@ class DetachedRun:
             )
             if session is None:
                 return
-            for invocation in self._invocations or {"": None}:
+            invocations = dict.fromkeys(i.invocation_id for i in self._items if i.invocation_id)
+            for invocation in invocations or {"": None}:
                 cut = cut_calls(session.events, invocation) if invocation else []
                 by_author: dict[str, list[Part]] = {}
                 for author, call in cut:
@@ -359,7 +540,7 @@ class DetachedRun:
                         content=Content(role="user", parts=parts),
                     )
                     self._publish(await store.append_event(session, answered))
-            last_invocation = next(reversed(self._invocations), "")
+            last_invocation = next(reversed(invocations), "")
             marker = Event(
                 author=self.root_name,
                 invocation_id=last_invocation,
@@ -413,34 +594,45 @@ class DetachedRun:
                 return
             await self._next()
 
-    async def subscribe(
-        self, fmt: Format, after: FrameId | None = None, *, earlier: bool = False
-    ) -> AsyncGenerator[bytes, None]:
-        """This invocation's SSE frames in `fmt` after the frame `after` (all without), live
-        to the end — with `earlier`, those of the run's earlier invocations on this server
-        first; a failed run's stream ends with an error frame."""
-        if fmt == "lifecycle" and not self.observe:
-            raise BadRequestError(
-                "this run was started on /run_sse, which does not build lifecycle events: "
-                "rejoin it with ?format=adk"
-            )
-        if earlier and self.previous is not None:  # the run's frames from before its pause
-            async for frame in self.previous.subscribe(fmt, after, earlier=True):
-                yield frame
-        numbering = Numbering(fmt, self.base)
+    async def subscribe(self, fmt: Format) -> AsyncGenerator[bytes, None]:
+        """This invocation's SSE frames in `fmt`, live to the end (a failed run's stream
+        ends with an error frame)."""
         i = 0
         while True:
-            items = self._items
-            while i < len(items):
-                for frame_id, _partial, frame in numbering.frames(items[i]):
-                    if after is None or frame_id > after:
-                        yield frame
-                i += 1
+            frames = self.frames_of(fmt)
+            if i < len(frames):
+                new = frames[i:]
+                i += len(new)
+                for _frame_id, _partial, frame in new:
+                    yield frame
+                continue  # more may have come while these went out
             if self.done:
-                break
+                return
             await self._next()
-        if self.error is not None:
-            yield numbering.error(self.error)
+
+    async def frames_after(
+        self, fmt: Format, after: FrameId
+    ) -> AsyncGenerator[tuple[FrameId, bytes], None]:
+        """`(id, frame)` of the run's frames in `fmt` after `after` this server has, its
+        earlier invocations' first, live to the end."""
+        if fmt == "lifecycle" and not self.observe:
+            return
+        if self.previous is not None:  # the run's frames from before its pause
+            async for frame_id, frame in self.previous.frames_after(fmt, after):
+                yield frame_id, frame
+        i = 0
+        while True:
+            frames = self.frames_of(fmt)
+            if i < len(frames):
+                new = frames[i:]
+                i += len(new)
+                for frame_id, _partial, frame in new:
+                    if frame_id > after:
+                        yield frame_id, frame
+                continue  # more may have come while these went out
+            if self.done:
+                return
+            await self._next()
 
 
 class RunRegistry:
@@ -454,7 +646,7 @@ class RunRegistry:
 
     def add(self, run: DetachedRun) -> None:
         key = (*run.key, run.run_id)
-        run.previous = self._runs.pop(key, None)
+        self._runs.pop(key, None)  # an earlier part of the run: `run.previous` keeps it
         self._runs[key] = run
         self._current[run.key] = run
         run.on_done = self._ended
@@ -510,16 +702,18 @@ async def launch(
         observe=observe,
         format=fmt or ("lifecycle" if observe else "adk"),
         root_name=root,
+        kept=state.sessions.run_frames if observe else None,
+        registry=state.detached,
     )
     run.start()
     try:
         await run.started()
+        if run.run_id:
+            state.detached.add(run)
     except BaseException:
         run.cancel("the request was cancelled before the run started")
         raise
-    if run.run_id:
-        state.detached.add(run)
-    elif run.error is not None and isinstance(run.error, REFUSALS):
+    if not run.run_id and run.error is not None and isinstance(run.error, REFUSALS):
         raise run.error
     return run
 

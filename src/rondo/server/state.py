@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 from fastapi import Request
 
 from rondo.server.auth import USER_KEY, authorize
-from rondo.server.claims import SessionClaims
+from rondo.server.claims import CLAIM_TTL, SessionClaims
 from rondo.server.run_control import cancel_notice
 from rondo.server.runs import RunRegistry
 from rondo.server.streams import ActiveRuns
+from rondo.server.takeover import resume_lapsed
 
 if TYPE_CHECKING:
     from rondo.artifacts.base import BaseArtifactService
@@ -37,10 +38,14 @@ class ServerState:
     telemetry_consent: bool = False
     # Where the trace routes find spans (SPEC O2); None when the server keeps none.
     spans: SpanStore | None = None
+    # How long a run's claim outlives its last renewal (a dead replica's runs wait that long).
+    claim_ttl: float = CLAIM_TTL
 
     def __post_init__(self) -> None:
-        self.claims = SessionClaims(self.sessions, self.runs)
-        self.claims.on_cancel_notice = lambda payload: cancel_notice(self, payload)
+        self.claims = claims = SessionClaims(self.sessions, self.runs, self.claim_ttl)
+        claims.on_cancel_notice = lambda payload: cancel_notice(self, payload)
+        claims.on_lapsed = lambda key, version, release: resume_lapsed(self, key, version, release)
+        claims.app_names = self.apps.names
 
 
 def server_state(request: Request) -> ServerState:

@@ -12,6 +12,7 @@ asked to stop it then (`onDisconnect: "cancel"`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterable
 from typing import Any
@@ -81,7 +82,12 @@ class ActiveRuns:
 
 
 class _Subscription(StreamingResponse):
-    """An SSE subscription to a run; `on_leave` runs when the response ends, however."""
+    """An SSE subscription to a run; `on_leave` runs when the response ends, however.
+
+    A client that leaves ends the subscription at once (the run is not its to stop). It is
+    watched for with one small task reading `receive`, which cancels the stream's wait and
+    is told apart from any other cancellation: Starlette's own disconnect listener (an
+    anyio task group of two tasks per response) cost a fifth of a run's Python calls."""
 
     def __init__(
         self, frames: AsyncGenerator[bytes, None], on_leave: Callable[[], object] | None
@@ -89,14 +95,32 @@ class _Subscription(StreamingResponse):
         super().__init__(frames, media_type="text/event-stream", headers=_HEADERS)
         self._frames = frames
         self._on_leave = on_leave
+        self._left = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        watcher = asyncio.get_running_loop().create_task(self._watch(receive, task))
         try:
-            await super().__call__(scope, receive, send)
+            await self.stream_response(send)
+        except asyncio.CancelledError:
+            if not self._left or task.uncancel():
+                raise  # cancelled for another reason (the server stops)
+        except OSError:
+            pass  # the client left (an ASGI 2.4 server says so when a frame is sent)
         finally:
+            self._left = True  # from here on a disconnect is the end of the response
+            watcher.cancel()
             await self._frames.aclose()
             if self._on_leave is not None:
                 self._on_leave()
+
+    async def _watch(self, receive: Receive, task: asyncio.Task[Any]) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        if not self._left:
+            self._left = True
+            task.cancel()
 
 
 def event_stream(

@@ -50,6 +50,7 @@ __all__ = [
     "event_json",
     "part_json",
     "session_json",
+    "version_tag",
 ]
 
 
@@ -567,6 +568,13 @@ def event_json(event: Event) -> dict[str, object]:
 def _has_call(event: Event) -> bool:
     content = event.content
     return content is not None and any(p.function_call is not None for p in content.parts)
+
+
+def version_tag(session: Session) -> str:
+    """The session's version as an HTTP entity tag (`"7"`): every append moves it, so a
+    client that read the session can say which version it saw (a rewind's
+    `expectedVersion`)."""
+    return f'"{session.version}"'
 
 
 def session_json(session: Session, *, events: bool = True) -> dict[str, object]:

@@ -36,6 +36,7 @@ class SessionTables:
     """The table objects of one session store."""
 
     def __init__(self, prefix: str = "rondo_") -> None:
+        self.prefix = prefix
         md = self.metadata = sa.MetaData()
         self.version = version_table(md, f"{prefix}schema")
         self.app_states = sa.Table(

@@ -80,6 +80,24 @@ class SessionStatements:
             f"LEFT JOIN {u} AS u ON u.app_name = s.app_name AND u.user_id = s.user_id {where}"
         )
 
+        # -- forks (issue 21.5): a new session holding a prefix of another's log, copied
+        # inside the database (the created state at seq -1 included)
+        self.seq_of = Sql(
+            f"SELECT min(seq) FROM {e} WHERE {event_key} AND id = :event_id AND seq >= 0"
+        )
+        cast_state = "CAST(:state AS jsonb)" if self.postgres else ":state"
+        cast_pending = "CAST(:pending AS jsonb)" if self.postgres else ":pending"
+        self.insert_fork = Sql(
+            f"INSERT INTO {s} (app_name, user_id, id, state, pending, version, create_time, "
+            f"update_time) VALUES (:app, :user, :sid, {cast_state}, {cast_pending}, :bound, "
+            ":created, :created) ON CONFLICT DO NOTHING"
+        )
+        self.copy_events = Sql(
+            f"INSERT INTO {e} ({_EVENT_COLUMNS}) SELECT app_name, user_id, :sid, seq, id, "
+            f"invocation_id, author, timestamp, payload FROM {e} WHERE app_name = :app "
+            "AND user_id = :user AND session_id = :source AND seq >= -1 AND seq < :bound"
+        )
+
         # -- SQLite writes (inside BEGIN IMMEDIATE)
         self.insert_session = Sql(
             f"INSERT INTO {s} (app_name, user_id, id, state, pending, version, create_time, "
@@ -118,6 +136,13 @@ class SessionStatements:
         # PostgreSQL: both in one statement.
         self.delete = Sql(
             f"WITH gone AS (DELETE FROM {e} WHERE {event_key}) DELETE FROM {s} WHERE {key}"
+        )
+        # …and the lifecycle frames kept of its runs, once their table is known to exist
+        # (`_run_frames.py`; created on first use, outside the versioned schema).
+        self.delete_with_frames = Sql(
+            f"WITH gone AS (DELETE FROM {e} WHERE {event_key}), "
+            f"frames AS (DELETE FROM {tables.prefix}run_frames WHERE {event_key}) "
+            f"DELETE FROM {s} WHERE {key}"
         )
 
         # Built on first use: there are up to 16 shapes of append and 8 of list.

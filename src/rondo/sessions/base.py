@@ -13,7 +13,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, SupportsIndex, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, SupportsIndex, cast, overload
 
 from pydantic_core import PydanticSerializationError, to_json
 
@@ -21,6 +21,9 @@ from rondo._frozen import ReadOnlyDict
 from rondo.errors import InvalidIdError, InvalidMessageError
 from rondo.events import Event, NestedPauseEntry, PendingCall
 from rondo.types import FunctionCall
+
+if TYPE_CHECKING:
+    from rondo.sessions.run_frames import RunFrames
 
 __all__ = [
     "APP_PREFIX",
@@ -730,6 +733,22 @@ class BaseSessionService(abc.ABC):
         None when this store does not keep it."""
         return None
 
+    async def copy_history(
+        self,
+        source: Session,
+        *,
+        new_session_id: str | None,
+        before_event_id: str | None,
+        state: Mapping[str, Any],
+        pending: Sequence[PendingCall],
+    ) -> Session | None:
+        """For a fork (issue 21.5): a new session of `source`'s app and user whose log is
+        `source`'s up to the record `before_event_id` (not included; all of it, as read,
+        without one), with `state` (its session scope) and `pending`, copied by the store
+        itself in one transaction. None when the store has no such copy: the fork then
+        appends the records one by one."""
+        return None
+
     # -- one run per session across processes (SPEC W5) --------------------------------------
 
     @property
@@ -741,12 +760,21 @@ class BaseSessionService(abc.ABC):
         return False
 
     async def claim_run(
-        self, *, app_name: str, user_id: str, session_id: str, owner: str, ttl: float
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        owner: str,
+        ttl: float,
+        resume: bool = False,
     ) -> ClaimResult:
         """Claim the session for one run by `owner` for `ttl` seconds, across every process
         on this store: `"claimed"`, `"busy"` (another owner's live claim holds it) or, on a
-        shared store, `"missing"` (no such session). The default (a store no other process
-        writes to) grants every claim without looking."""
+        shared store, `"missing"` (no such session). With `resume`, should the owner die
+        with the claim held, another process may take it over (`take_lapsed_run`) and resume
+        the run. The default (a store no other process writes to) grants every claim
+        without looking."""
         return "claimed"
 
     async def renew_runs(self, owners: Sequence[str], ttl: float) -> int:
@@ -759,10 +787,30 @@ class BaseSessionService(abc.ABC):
     ) -> None:
         """Free the session `owner` claimed (nothing when it no longer holds it)."""
 
-    async def run_claimed(self, *, app_name: str, user_id: str, session_id: str) -> bool:
-        """Whether a live claim holds the session (a run goes on in some process). A store of
-        one process does not know: its server does (False)."""
+    async def run_claimed(
+        self, *, app_name: str, user_id: str, session_id: str, lapsed_within: float = 0.0
+    ) -> bool:
+        """Whether a live claim holds the session (a run goes on in some process) — or,
+        with `lapsed_within`, the claim of a run to be resumed that lapsed less than that
+        many seconds ago (its process died; another is about to take the run over). A
+        store of one process does not know: its server does (False)."""
         return False
+
+    async def take_lapsed_run(
+        self, *, owner: str, ttl: float, app_names: Sequence[str]
+    ) -> tuple[tuple[str, str, str], int] | None:
+        """Take over, for `owner` and `ttl` seconds, one claim taken with `resume` whose owner
+        stopped renewing it (its process died mid-run), on a session of `app_names`: the
+        session's key and its version when it was claimed (the records after it are the
+        dead owner's), or None when there is none. A store of one process has none: its
+        runs die with it."""
+        return None
+
+    @property
+    def run_frames(self) -> RunFrames | None:
+        """Where the frames of runs are kept for the other processes sharing this store
+        (`rondo.sessions.run_frames`); None for a store of one process."""
+        return None
 
     async def notify(self, channel: str, payload: str) -> None:  # noqa: B027 - optional hook
         """Send `payload` to the processes listening on `channel` (shared stores only)."""

@@ -172,16 +172,30 @@ async def fork_session(
     """A new session holding the history before that invocation (all of it by default) and
     the state it had then; the original is untouched.
 
-    The records are appended to the new session as they are (a store in memory keeps the
-    same objects), except that `app:` / `user:` keys leave their deltas: those scopes are
-    shared, and replaying an old value would overwrite today's."""
+    A SQL store copies the stored log prefix inside the database in one transaction
+    (`copy_history`: a few statements whatever the history's length). Any other store gets
+    the records appended to the new session as they are (the in-memory store keeps the same
+    objects), except that `app:` / `user:` keys leave their deltas: those scopes are shared,
+    and replaying an old value would overwrite today's."""
     session = await service.get_session(app_name=app_name, user_id=user_id, session_id=session_id)
     if session is None:
         raise SessionNotFoundError(f"session {session_id!r} does not exist")
     events = list(session.events)
+    before_event_id: str | None = None
     if before_invocation_id is not None:
-        events = events[: first_index(events, before_invocation_id)]
+        cut = first_index(events, before_invocation_id)
+        before_event_id = events[cut].id
+        events = events[:cut]
     created = await service.created_state(app_name=app_name, user_id=user_id, session_id=session_id)
+    copied = await service.copy_history(
+        session,
+        new_session_id=new_session_id,
+        before_event_id=before_event_id,
+        state=state_at(created or {}, events),
+        pending=pending_calls(events),
+    )
+    if copied is not None:
+        return copied
     fork = await service.create_session(
         app_name=app_name,
         user_id=user_id,

@@ -37,12 +37,14 @@ from sqlalchemy.engine import URL
 from rondo._state_values import check_state_delta
 from rondo.errors import (
     InvalidPageError,
+    InvocationNotFoundError,
     SessionExistsError,
     SessionNotFoundError,
     StaleSessionError,
 )
 from rondo.events import NO_ACTIONS, Event, EventActions, PendingCall
 from rondo.sessions._run_claims import RunClaims
+from rondo.sessions._run_frames import PostgresRunFrames
 from rondo.sessions._schema import SessionTables
 from rondo.sessions._sqlengine import Executor, Sql, default_sqlite_url, open_database
 from rondo.sessions._statements import SessionStatements
@@ -64,6 +66,7 @@ from rondo.sessions.base import (
     strip_temp_state,
 )
 from rondo.sessions.rewind import CREATED_AUTHOR, apply_rewinds, pending_calls
+from rondo.sessions.run_frames import RunFrames
 
 __all__ = ["SqlSessionService", "decoded_records", "default_sqlite_url"]
 
@@ -399,6 +402,8 @@ class SqlSessionService(BaseSessionService):
         self._cache_sessions = max(cache_sessions, 0)
         # Other processes write to a PostgreSQL store too: runs claim their session there.
         self._claims = RunClaims(self._db, table_prefix) if self._db.postgres else None
+        # …and a run's lifecycle frames are kept for the other replicas (SPEC W7).
+        self._frames = PostgresRunFrames(self._db, table_prefix) if self._db.postgres else None
 
     @property
     def url(self) -> str:
@@ -420,7 +425,14 @@ class SqlSessionService(BaseSessionService):
         return self._claims is not None
 
     async def claim_run(
-        self, *, app_name: str, user_id: str, session_id: str, owner: str, ttl: float
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        owner: str,
+        ttl: float,
+        resume: bool = False,
     ) -> ClaimResult:
         # The ids are checked and the schema is set up before the claim's statement runs: a
         # bad id is a 400 and a fresh database's first run finds its tables (issue 26).
@@ -428,7 +440,7 @@ class SqlSessionService(BaseSessionService):
         if self._claims is None:
             return "claimed"
         await self._ready()
-        return await self._claims.claim((app_name, user_id, session_id), owner, ttl)
+        return await self._claims.claim((app_name, user_id, session_id), owner, ttl, resume)
 
     async def renew_runs(self, owners: Sequence[str], ttl: float) -> int:
         if self._claims is None:
@@ -441,10 +453,24 @@ class SqlSessionService(BaseSessionService):
         if self._claims is not None:
             await self._claims.release((app_name, user_id, session_id), owner)
 
-    async def run_claimed(self, *, app_name: str, user_id: str, session_id: str) -> bool:
+    async def run_claimed(
+        self, *, app_name: str, user_id: str, session_id: str, lapsed_within: float = 0.0
+    ) -> bool:
         if self._claims is None:
             return False
-        return await self._claims.held((app_name, user_id, session_id))
+        return await self._claims.held((app_name, user_id, session_id), lapsed_within)
+
+    async def take_lapsed_run(
+        self, *, owner: str, ttl: float, app_names: Sequence[str]
+    ) -> tuple[tuple[str, str, str], int] | None:
+        if self._claims is None or not app_names:
+            return None
+        await self._ready()
+        return await self._claims.take_lapsed(owner, ttl, list(app_names))
+
+    @property
+    def run_frames(self) -> RunFrames | None:
+        return self._frames
 
     async def notify(self, channel: str, payload: str) -> None:
         if self._claims is not None:
@@ -594,7 +620,8 @@ class SqlSessionService(BaseSessionService):
 
     async def _delete_tx(self, ex: Executor, params: _Params) -> None:
         if self._sql.postgres:
-            await ex.execute(self._sql.delete, params)
+            frames = self._frames is not None and self._frames.ready
+            await ex.execute(self._sql.delete_with_frames if frames else self._sql.delete, params)
             return
         await ex.execute(self._sql.delete_events, params)
         await ex.execute(self._sql.delete_session, params)
@@ -659,6 +686,59 @@ class SqlSessionService(BaseSessionService):
             version=0,
             last_update_time=created,
         )
+
+    async def copy_history(
+        self,
+        source: Session,
+        *,
+        new_session_id: str | None,
+        before_event_id: str | None,
+        state: Mapping[str, Any],
+        pending: Sequence[PendingCall],
+    ) -> Session | None:
+        # The rows of the log prefix are copied inside the database (one INSERT … SELECT):
+        # a fork costs the same few statements whatever the length of the history, and
+        # keeps the prefix as it was stored (rewound records and rewinds too, for audit).
+        session_id = (
+            uuid.uuid4().hex if new_session_id is None else check_session_id(new_session_id)
+        )
+        await self._ready()
+        values: _Params = {
+            "app": source.app_name,
+            "user": source.user_id,
+            "source": source.id,
+            "sid": session_id,
+            "bound": source.version,
+            "event_id": before_event_id,
+            "state": _dumps(dict(state)),
+            "pending": _dumps([p.model_dump(mode="json") for p in pending]),
+            "created": now(),
+        }
+        await self._db.write(partial(self._copy_tx, values=values))
+        copied = await self.get_session(
+            app_name=source.app_name, user_id=source.user_id, session_id=session_id
+        )
+        assert copied is not None
+        return copied
+
+    async def _copy_tx(self, ex: Executor, values: _Params) -> None:
+        sql = self._sql
+        if values["event_id"] is not None:
+            where = {
+                "app": values["app"],
+                "user": values["user"],
+                "sid": values["source"],
+                "event_id": values.pop("event_id"),
+            }
+            rows = await ex.fetch(sql.seq_of, where)
+            if not rows or rows[0][0] is None:
+                raise InvocationNotFoundError(f"record {where['event_id']!r} is not stored")
+            values["bound"] = int(rows[0][0])
+        else:
+            del values["event_id"]
+        if not await ex.execute(sql.insert_fork, values):
+            raise SessionExistsError(f"session {values['sid']!r} already exists")
+        await ex.execute(sql.copy_events, values)
 
     async def get_session(
         self,
