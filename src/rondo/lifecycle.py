@@ -41,6 +41,7 @@ __all__ = [
     "ToolCallEnd",
     "ToolCallProgress",
     "ToolCallStart",
+    "Transcript",
     "WorkingMemory",
     "json_schema",
     "parse_lifecycle_event",
@@ -126,6 +127,19 @@ class ReasonDelta(_Lifecycle):
     text: str = ""
     is_thinking: bool = False
     media: Blob | None = None
+
+
+class Transcript(_Lifecycle):
+    """A piece of a live call's transcription (SPEC L1): what the user said (`role="user"`)
+    or what the model said aloud (`role="model"`), as the provider transcribes it. Pieces
+    come with `finished=False`; the whole of it follows with `finished=True` once the
+    provider ends it (and is stored as a record)."""
+
+    type: Literal["transcript"] = "transcript"
+    reason_id: str
+    role: Literal["user", "model"]
+    text: str = ""
+    finished: bool = False
 
 
 class ReasonEnd(_Lifecycle):
@@ -326,6 +340,7 @@ LifecycleEvent = Annotated[
     RunStart
     | ReasonStart
     | ReasonDelta
+    | Transcript
     | ReasonEnd
     | ActionStart
     | ToolCallStart

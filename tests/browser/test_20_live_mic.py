@@ -1,7 +1,8 @@
 """Issue 20 item 5: the web UI's microphone button — headless Chromium with a fake microphone
-(a WAV tone) talks to the `talk` app (a `ScriptedLiveModel`) over `/run_live_lifecycle`, with
-`--auth-tokens`: the token goes as the `rondo.bearer.<token>` subprotocol, and the answer to
-the audio appears in the conversation."""
+(a WAV tone) talks to the `talk` app (a `ScriptedLiveModel` that answers speech as a voice
+model does) over `/run_live_lifecycle`, with `--auth-tokens`: the token goes as the
+`rondo.bearer.<token>` subprotocol. The live transcript — the user's words, then the model's —
+and the card of the tool called during the call appear in the conversation."""
 
 from __future__ import annotations
 
@@ -77,13 +78,28 @@ def test_20_live_mic_streams_the_microphone_and_shows_the_answer(tmp_path: Path)
                 sync_api.expect(stop).to_be_visible()
                 page.wait_for_timeout(1500)  # 1.5 s of the tone reaches the model
                 stop.click()
-                # The model answers the audio it was sent (after Stop's audioStreamEnd).
-                sync_api.expect(page.get_by_text("heard ")).to_be_visible(timeout=20_000)
-                heard = page.get_by_text("heard ").first.inner_text()
-                heard_bytes = int(heard.split()[1])
+                # The user's words, as the provider transcribed them.
+                heard = page.locator(".msg-user", has_text="what is the weather in Oslo")
+                sync_api.expect(heard).to_be_visible(timeout=20_000)
+                # The tool the model called during the call, as a card with its result.
+                card = page.locator(
+                    ".tool-card", has=page.locator(".tool-name", has_text="weather")
+                )
+                sync_api.expect(card).to_be_visible()
+                sync_api.expect(card).to_have_attribute("data-status", "done")
+                sync_api.expect(card).to_contain_text("clear")
+                # The model's spoken answer, as its output transcription.
+                answer = page.locator(".msg-agent .msg-text", has_text="It is clear. I heard ")
+                sync_api.expect(answer).to_be_visible()
+                heard_bytes = int(answer.inner_text().split()[-2])
                 # Whole 100 ms chunks of 16 kHz PCM16 (3200 bytes each), at least one.
                 assert heard_bytes >= 3200
                 assert heard_bytes % 3200 == 0
+                # In the conversation's order: the words, the tool, the answer.
+                boxes = [heard.bounding_box(), card.bounding_box(), answer.bounding_box()]
+                tops = [box["y"] for box in boxes if box is not None]
+                assert len(tops) == 3
+                assert tops == sorted(tops)
                 assert not errors, errors
             finally:
                 launched.close()

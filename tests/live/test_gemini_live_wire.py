@@ -5,8 +5,6 @@ after a resumption handle, and the resumed second connection."""
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import json
 import ssl
 from collections.abc import AsyncIterator
@@ -18,59 +16,18 @@ import pytest
 from rondo import Agent, Content, Event, LiveRequestQueue, RunConfig, Runner
 from rondo.run_config import SessionResumptionConfig
 from tests._require import require_module
+from tests.live._gemini_fake import field, self_signed
 
 require_module("google.genai", what="GEMINI", install="pip install 'rondo-agents[gemini]'")
 websockets_server = require_module(
     "websockets.asyncio.server", what="GEMINI", install="pip install websockets"
 )
-x509 = require_module("cryptography.x509", what="GEMINI", install="pip install cryptography")
+require_module("cryptography.x509", what="GEMINI", install="pip install cryptography")
 
 
 def add(a: int, b: int) -> int:
     """Add two numbers."""
     return a + b
-
-
-def self_signed(tmp: Path) -> tuple[Path, Path]:
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = tmp / "cert.pem", tmp / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
-
-
-def field(message: dict[str, Any], name: str) -> Any:
-    """A field of a client message: protobuf JSON takes lowerCamel and snake_case names (the
-    SDK sends `client_content` / `tool_response` at the top, camelCase inside)."""
-    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
-    return message.get(name, message.get(snake))
 
 
 class FakeGeminiLive:

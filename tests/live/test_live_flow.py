@@ -20,7 +20,15 @@ from rondo import (
     Runner,
 )
 from rondo.errors import ConfigurationError, ModelConnectionError, ScriptExhaustedError
-from rondo.lifecycle import HITLPending, ReasonDelta, ReasonEnd, ReasonStart, RunEnd, RunStart
+from rondo.lifecycle import (
+    HITLPending,
+    ReasonDelta,
+    ReasonEnd,
+    ReasonStart,
+    RunEnd,
+    RunStart,
+    Transcript,
+)
 from rondo.models.live import LiveConnectError, LiveConnectionLost, LiveResponse, Transcription
 from rondo.run_config import CompactionConfig, SessionResumptionConfig
 from rondo.testing import ScriptedLiveModel, ScriptedModel
@@ -553,3 +561,175 @@ async def test_l3_spans_per_live_turn_and_tool_call() -> None:
         if span.name in ("live_turn bot", "execute_tool add"):
             assert span.parent is not None
             assert span.parent.span_id == agent.context.span_id
+
+
+async def test_20_a_turn_ends_as_in_google_adk_its_text_then_turn_complete() -> None:
+    model = ScriptedLiveModel(
+        [
+            ["Hel", "lo."],
+            # Gemini 2.5 Live completes the turn of a tool call before the call is answered.
+            [FunctionCall(name="add", args={"a": 1, "b": 2}), LiveResponse(turn_complete=True)],
+            "3.",
+        ]
+    )
+    runner = runner_for(model)
+    events = await live(runner, ["hi", "add"], until=final_text("3."))
+    finals = [e for e in events if not e.partial]
+    shapes = [
+        "text " + e.text
+        if e.text
+        else "call"
+        if e.get_function_calls()
+        else "response"
+        if e.get_function_responses()
+        else "turn_complete"
+        if e.turn_complete
+        else "?"
+        for e in finals
+    ]
+    assert shapes == [
+        "text Hello.",
+        "turn_complete",
+        "call",
+        "response",
+        "turn_complete",
+        "text 3.",
+        "turn_complete",
+    ]
+    # The record that ends the turn holds no text: the text is the record before it.
+    assert all(e.content is None for e in finals if e.turn_complete)
+    log = await stored(runner)
+    assert [e.turn_complete for e in log if e.turn_complete] == [True, True, True]
+
+
+async def test_20_stream_live_shows_transcripts_and_a_pending_confirmation() -> None:
+    def pay(amount: int) -> str:
+        return f"paid {amount}"
+
+    model = ScriptedLiveModel(
+        [
+            [
+                LiveResponse(input_transcription=Transcription(text="pay ")),
+                LiveResponse(input_transcription=Transcription(text="nine", finished=True)),
+                LiveResponse(output_transcription=Transcription(text="Paying.", finished=True)),
+                FunctionCall(name="pay", args={"amount": 9}),
+            ],
+        ]
+    )
+    runner = runner_for(model, tools=[FunctionTool(pay, require_confirmation=True)])
+    queue = LiveRequestQueue()
+    queue.send_activity_end()
+    seen: list[Any] = []
+    async for item in runner.stream_live(
+        user_id=USER, session_id=SESSION, live_request_queue=queue
+    ):
+        seen.append(item)
+        if isinstance(item, HITLPending):
+            queue.close()
+    transcripts = [(t.role, t.text, t.finished) for t in seen if isinstance(t, Transcript)]
+    assert transcripts == [
+        ("user", "pay ", False),
+        ("user", "nine", False),
+        ("user", "pay nine", True),
+        ("model", "Paying.", False),
+        ("model", "Paying.", True),
+    ]
+    (pending,) = [i for i in seen if isinstance(i, HITLPending)]
+    assert [(p.tool_name, p.kind) for p in pending.pending] == [("pay", "confirmation")]
+    # The pause came while the call was open: nothing ended the connection before it.
+    assert len(model.connects) == 1
+
+
+async def test_20_which_callbacks_fire_in_live_is_the_documented_table() -> None:
+    """docs/live.md "Which callbacks fire in live", hook by hook, agent and plugin."""
+    fired: list[str] = []
+
+    class Every(Plugin):
+        async def on_user_message(self, ctx: Any, message: Any) -> None:
+            fired.append("plugin.on_user_message")
+
+        async def before_run(self, ctx: Any) -> None:
+            fired.append("plugin.before_run")
+
+        async def after_run(self, ctx: Any) -> None:
+            fired.append("plugin.after_run")
+
+        async def on_event(self, ctx: Any, event: Any) -> None:
+            fired.append("plugin.on_event")
+
+        async def before_agent(self, ctx: Any) -> None:
+            fired.append("plugin.before_agent")
+
+        async def after_agent(self, ctx: Any) -> None:
+            fired.append("plugin.after_agent")
+
+        async def before_model(self, ctx: Any, request: Any) -> None:
+            fired.append("plugin.before_model")
+
+        async def after_model(self, ctx: Any, response: Any) -> None:
+            fired.append("plugin.after_model")
+
+        async def on_model_error(self, ctx: Any, request: Any, error: Any) -> None:
+            fired.append("plugin.on_model_error")
+
+        async def before_tool(self, tool: Any, args: Any, tool_context: Any) -> None:
+            fired.append(f"plugin.before_tool {tool.name}")
+
+        async def after_tool(self, tool: Any, args: Any, tool_context: Any, result: Any) -> None:
+            fired.append(f"plugin.after_tool {tool.name}")
+
+        async def on_tool_error(self, tool: Any, args: Any, tool_context: Any, error: Any) -> None:
+            fired.append(f"plugin.on_tool_error {tool.name}")
+
+    def fail() -> str:
+        """Always fails."""
+        raise ValueError("no")
+
+    async def ticker() -> AsyncIterator[str]:
+        yield "tick"
+
+    model = ScriptedLiveModel(
+        [
+            FunctionCall(name="add", args={"a": 1, "b": 2}),
+            "3.",
+            FunctionCall(name="fail", args={}),
+            FunctionCall(name="ticker", args={}),
+            "done",
+        ]
+    )
+    agent = Agent(
+        "bot",
+        model=model,
+        tools=[add, fail, ticker],
+        before_agent_callback=lambda ctx: fired.append("before_agent"),
+        after_agent_callback=lambda ctx: fired.append("after_agent"),
+        before_model_callback=lambda ctx, req: fired.append("before_model"),
+        after_model_callback=lambda ctx, resp: fired.append("after_model"),
+        on_model_error_callback=lambda ctx, req, err: fired.append("on_model_error"),
+        before_tool_callback=lambda tool, args, tc: fired.append(f"before_tool {tool.name}"),
+        after_tool_callback=lambda tool, args, tc, r: fired.append(f"after_tool {tool.name}"),
+        on_tool_error_callback=lambda tool, args, tc, e: fired.append(f"on_tool_error {tool.name}"),
+    )
+    runner = Runner(agent=agent, plugins=[Every()])
+    events = await live(runner, ["add", "fail"], until=final_text("done"))
+    hooks = [f for f in fired if f != "plugin.on_event"]
+    assert hooks == [
+        "plugin.before_run",
+        "plugin.before_agent",
+        "before_agent",
+        "plugin.before_tool add",
+        "before_tool add",
+        "plugin.after_tool add",
+        "after_tool add",
+        "plugin.before_tool fail",
+        "before_tool fail",
+        "plugin.on_tool_error fail",
+        "on_tool_error fail",
+        "plugin.after_tool fail",  # the error answered as the call's result, as in text mode
+        "after_tool fail",
+        "plugin.after_agent",
+        "after_agent",
+        "plugin.after_run",
+    ]
+    # on_event: once per event the call yields, partial pieces included.
+    assert fired.count("plugin.on_event") == len(events)

@@ -37,6 +37,7 @@ from rondo.lifecycle import (
     ToolCallEnd,
     ToolCallProgress,
     ToolCallStart,
+    Transcript,
     parse_lifecycle_event,
 )
 from rondo.models import ModelResponse, Usage
@@ -474,6 +475,14 @@ lifecycle_events = st.one_of(
     st.builds(HITLDecided, **corr, call_id=ids, decision=st.sampled_from(["approve", "skip"])),
     st.builds(PlanUpdate, **corr, plans=st.lists(words, max_size=3), index=st.integers(0, 3)),
     st.builds(ContextSize, **corr, token_count=st.integers(0, 10_000)),
+    st.builds(
+        Transcript,
+        **corr,
+        reason_id=ids,
+        role=st.sampled_from(["user", "model"]),
+        text=words,
+        finished=st.booleans(),
+    ),
     st.builds(NodeStart, **corr, node=st.none() | words),
     st.builds(NodeEnd, **corr, text=words),
     st.builds(

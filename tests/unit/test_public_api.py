@@ -225,6 +225,7 @@ EXACT_LIFECYCLE = [
     "ToolCallEnd",
     "ToolCallProgress",
     "ToolCallStart",
+    "Transcript",
     "WorkingMemory",
     "json_schema",
     "parse_lifecycle_event",

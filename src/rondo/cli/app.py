@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import sys
 import uuid
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from rich.console import Console
@@ -31,12 +33,15 @@ from rondo.cli.render import JsonLinesRenderer, LiveRenderer
 from rondo.cli.serve import register as register_serve
 from rondo.errors import RondoError
 from rondo.events import PendingCall
-from rondo.lifecycle import RunEnd
+from rondo.lifecycle import HITLPending, ReasonEnd, ReasonStart, RunEnd, ToolCallEnd
 from rondo.types import Content
 
 if TYPE_CHECKING:
     from rondo.agents.base import BaseAgent
+    from rondo.lifecycle import LifecycleEvent
     from rondo.sessions.base import BaseSessionService
+
+T = TypeVar("T")
 
 __all__ = ["app", "main"]
 
@@ -92,6 +97,7 @@ class _Session:
         self.session_id = session_id
         self.jsonl = jsonl
         self.out = Console(soft_wrap=True, highlight=False)
+        self.live = _is_live(agent)
         self.runner = Runner(
             agent=agent,
             app_name=app_name,
@@ -120,9 +126,12 @@ class _Session:
         renderer = (
             JsonLinesRenderer(self.out) if self.jsonl else LiveRenderer(self.out, self.agent.name)
         )
-        stream = self.runner.stream_async(
-            user_id=_USER_ID, session_id=self.session_id, new_message=message
-        )
+        if self.live:
+            stream = self._live_call(message)
+        else:
+            stream = self.runner.stream_async(
+                user_id=_USER_ID, session_id=self.session_id, new_message=message
+            )
         pending: list[PendingCall] = []
         try:
             async for event in stream:
@@ -133,6 +142,32 @@ class _Session:
             await stream.aclose()
             renderer.close()
         return pending
+
+    async def _live_call(self, message: str | Content) -> AsyncGenerator[LifecycleEvent, None]:
+        """An agent on a live model (SPEC L1): the message is one turn of a live call, which
+        ends once the model has answered it — after the tools it called, when it calls any —
+        or when a call waits for a decision."""
+        from rondo.models.live import LiveRequestQueue
+
+        queue = LiveRequestQueue()
+        queue.send_content(Content.user(message) if isinstance(message, str) else message)
+        started: dict[str, int] = {}  # reason id -> position in the stream
+        last_tool = -1
+        stream = self.runner.stream_live(
+            user_id=_USER_ID, session_id=self.session_id, live_request_queue=queue
+        )
+        async with aclosing(stream):
+            async for position, event in _aenumerate(stream):
+                if isinstance(event, ReasonStart):
+                    started[event.reason_id] = position
+                elif isinstance(event, ToolCallEnd):
+                    last_tool = position
+                answered = (
+                    isinstance(event, ReasonEnd) and started.get(event.reason_id, -1) > last_tool
+                )
+                if answered or isinstance(event, HITLPending):
+                    queue.close()
+                yield event
 
     async def waiting(self) -> list[PendingCall]:
         """The calls the session waits on (none for a new session)."""
@@ -195,6 +230,21 @@ def _chat(session: _Session, errors: Console) -> None:
                 errors.print(f"[red]error:[/] {escape(_describe(exc))}")
     finally:
         session.close()
+
+
+def _is_live(agent: BaseAgent) -> bool:
+    """Whether the agent runs on a live model (a connection per call, `Runner.run_live`)."""
+    from rondo.agents.llm import Agent
+    from rondo.models.live import is_live_model
+
+    return isinstance(agent, Agent) and is_live_model(agent.canonical_model)
+
+
+async def _aenumerate(items: AsyncIterator[T]) -> AsyncGenerator[tuple[int, T], None]:
+    position = 0
+    async for item in items:
+        yield position, item
+        position += 1
 
 
 def _stdin_is_tty() -> bool:

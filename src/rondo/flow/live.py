@@ -43,9 +43,10 @@ from rondo.flow.processors.identity import identity_processor
 from rondo.flow.processors.instructions import instructions_processor
 from rondo.flow.processors.tools import tools_processor
 from rondo.flow.processors.transfer import transfer_processor
-from rondo.lifecycle import Item, ReasonDelta, ReasonEnd, ReasonStart
+from rondo.lifecycle import Item, ReasonDelta, ReasonEnd, ReasonStart, Transcript
 from rondo.models.base import ModelRequest, ModelResponse
 from rondo.models.live import (
+    LIVE_METADATA,
     LiveConnectConfig,
     LiveConnectError,
     LiveConnection,
@@ -68,9 +69,6 @@ if TYPE_CHECKING:
 __all__ = ["LIVE_METADATA", "LIVE_PROCESSORS", "live_connect_config", "run_live_call"]
 
 logger = logging.getLogger("rondo.live")
-
-# The key of `Event.custom_metadata` live bookkeeping records use.
-LIVE_METADATA = "live"
 
 # The text loop's processors minus compaction (off in live, seed §4.9) and structured output
 # (no final `set_model_response` turn on a connection). Confirmation stays: a call approved
@@ -146,7 +144,6 @@ class _Turn:
         "input",
         "output",
         "reason_id",
-        "said",
         "span",
         "started",
         "text",
@@ -155,7 +152,6 @@ class _Turn:
     def __init__(self) -> None:
         self.audio_mime = "audio/pcm"
         self.text: list[str] = []
-        self.said: list[str] = []  # the model's finished output transcripts
         self.audio: list[bytes] = []
         self.input: list[str] = []
         self.output: list[str] = []
@@ -215,7 +211,7 @@ class _LiveCall:
             async with aclosing(self._serve()) as items:
                 async for item in items:
                     yield item
-            for item in await self._flush_turn(interrupted=True):
+            for item in await self._flush_turn(interrupted=True, complete=False):
                 yield item
             for item in self._release():
                 yield item
@@ -242,7 +238,7 @@ class _LiveCall:
                         f"live connection of agent {self.agent.name!r} dropped "
                         f"{reconnects} times in a row ({value[0]}); giving up"
                     ) from value[1]
-                for item in await self._flush_turn(interrupted=True):
+                for item in await self._flush_turn(interrupted=True, complete=False):
                     yield item
                 for item in self._release():
                     yield item
@@ -410,7 +406,14 @@ class _LiveCall:
         if response.error_code is not None:
             yield self._event(error_code=response.error_code, error_message=response.error_message)
         if response.turn_complete or response.interrupted:
-            for item in await self._flush_turn(interrupted=response.interrupted):
+            flushed = await self._flush_turn(
+                interrupted=response.interrupted, complete=response.turn_complete
+            )
+            if not flushed and response.turn_complete:
+                # The provider ends a turn that showed nothing, e.g. Gemini 2.5 after a tool
+                # call: passed on (and stored) as google-adk does.
+                flushed = [self._event(turn_complete=True, interrupted=response.interrupted)]
+            for item in flushed:
                 yield item
             for item in self._release():
                 yield item
@@ -481,7 +484,7 @@ class _LiveCall:
             pieces = turn.input if who == "user" else turn.output
             if piece.text:
                 pieces.append(piece.text)
-                out.append(self._transcript(who, piece.text, partial=True))
+                out.extend(self._transcript(turn, who, piece.text, partial=True))
             if piece.finished:
                 out.extend(self._finish_transcript(who))
         return out
@@ -493,41 +496,59 @@ class _LiveCall:
         pieces = turn.input if who == "user" else turn.output
         text = "".join(pieces)
         pieces.clear()
-        if text and who != "user":
-            turn.said.append(text)
-        out: list[Item] = [self._transcript(who, text, partial=False)] if text else []
+        out: list[Item] = self._transcript(turn, who, text, partial=False) if text else []
         if not turn.input and not turn.output:
             out.extend(self._release())
         return out
 
-    def _transcript(self, who: str, text: str, *, partial: bool) -> Event:
-        """A transcription piece (partial) or the whole of it (stored). The user's words are
-        the record's content, so the log reads as the conversation it was; the model's words
-        become the content of the turn's final record (once, whatever the modality)."""
+    def _transcript(self, turn: _Turn, who: str, text: str, *, partial: bool) -> list[Item]:
+        """A transcription piece (partial) or the whole of it (stored), and its lifecycle
+        `Transcript`. The whole of it is also the record's content — the user's words, or
+        the model's when the turn has no text of its own — so the log reads as the
+        conversation it was and a later run (or a reconnect) continues from it."""
         ctx = self.ctx
         user = who == "user"
-        content = Content.user(text) if user and not partial else None
-        return ctx.new_event(
+        content: Content | None = None
+        if not partial:
+            content = Content.user(text) if user else None if turn.text else Content.model(text)
+        record = ctx.new_event(
             who,
             content=content,
             partial=partial,
             input_transcription=text if user else None,
             output_transcription=None if user else text,
         )
+        if not ctx.observe:
+            return [record]
+        role = "user" if user else "model"
+        lifecycle = Transcript(
+            **ctx.correlation(),
+            reason_id=turn.reason_id,
+            role=role,
+            text=text,
+            finished=not partial,
+        )
+        return [lifecycle, record]
 
-    async def _flush_turn(self, *, interrupted: bool) -> list[Item]:
-        """End the turn: its transcripts, then one stored record with its text (none for an
-        audio-only turn) marking the end of the turn, with the turn's audio as artifacts when
-        `save_live_blob` asks for them."""
+    async def _flush_turn(self, *, interrupted: bool, complete: bool = True) -> list[Item]:
+        """End the turn as google-adk does: its transcripts, the turn's whole text (none for
+        an audio-only turn), then the record that marks the end of the turn — `turn_complete`
+        when the provider completed it, `interrupted` when it was cut off — with the turn's
+        audio as artifacts when `save_live_blob` asks for them."""
         turn = self.turn
         if turn is None:
             return []
         out = [*self._finish_transcript("user"), *self._finish_transcript(self.agent.name)]
         self.turn = None
-        text = "".join(turn.text) or " ".join(turn.said)
+        said = next(
+            (e for e in reversed(out) if isinstance(e, Event) and e.author != "user" and e.text),
+            None,
+        )
+        if turn.text:
+            said = self._event(content=Content.model("".join(turn.text)), interrupted=interrupted)
+            out.append(said)
         final = self._event(
-            content=Content.model(text) if text else None,
-            turn_complete=True,
+            turn_complete=True if complete else None,
             interrupted=interrupted,
             actions=await self._save_audio(turn),
         )
@@ -537,7 +558,7 @@ class _LiveCall:
                 ReasonEnd(
                     **self.ctx.correlation(),
                     reason_id=turn.reason_id,
-                    event=final,
+                    event=said or final,
                     tool_calls=[],
                     duration_ms=(time.perf_counter() - turn.started) * 1000.0,
                 )
@@ -609,6 +630,9 @@ class _LiveCall:
             if confirm is not None:
                 items.append(confirm)
                 waiting = set(tool_event.actions.requested_tool_confirmations)
+                if ctx.observe:
+                    # L3: the lifecycle view lists the call now; the call goes on meanwhile.
+                    items.append(self.flow._pending(ctx, model_event, confirm))  # pyright: ignore[reportPrivateUsage]
             responses.extend(r for r in tool_event.get_function_responses() if r.id not in waiting)
         if streaming:
             items.insert(1, self._streaming_event(responses[: len(streaming)]))

@@ -22,6 +22,7 @@ from rondo.models.base import Model, ModelRequest
 from rondo.types import Blob, Content, Usage
 
 __all__ = [
+    "LIVE_METADATA",
     "LiveConnectConfig",
     "LiveConnectError",
     "LiveConnection",
@@ -44,6 +45,10 @@ _frozen = ConfigDict(
     val_json_bytes="base64",
     defer_build=True,
 )
+
+# The key of `Event.custom_metadata` a live call's bookkeeping records use (a resumption
+# handle, a reconnect).
+LIVE_METADATA = "live"
 
 LostReason = Literal["eof", "broken_pipe", "connection_reset", "policy_1008", "go_away"]
 

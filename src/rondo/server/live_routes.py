@@ -19,10 +19,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import AsyncGenerator, Callable
 from typing import Any, Literal, cast
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rondo.errors import ConfigurationError
@@ -38,6 +40,7 @@ from rondo.types import Blob
 __all__ = ["LiveParams", "WireLiveRequest", "router"]
 
 router = APIRouter()
+logger = logging.getLogger("rondo.server.live")
 
 # RFC 6455 close codes.
 NORMAL, PROTOCOL, BAD_DATA, POLICY, INTERNAL = 1000, 1002, 1007, 1008, 1011
@@ -172,6 +175,15 @@ async def _close(websocket: WebSocket, code: int, reason: str) -> None:
         )
 
 
+async def _refuse(websocket: WebSocket, problem: str) -> None:
+    """Refuse the handshake with HTTP 403, as google-adk's route refuses a query it cannot
+    validate; the problem goes in a `{"detail": ...}` body when the server can send one."""
+    if "websocket.http.response" in websocket.scope.get("extensions", {}):
+        await websocket.send_denial_response(JSONResponse({"detail": problem}, status_code=403))
+    else:
+        await websocket.close(code=POLICY, reason=problem.encode()[:_MAX_REASON].decode())
+
+
 def _without_nulls(value: Any) -> Any:
     if isinstance(value, dict):
         items = cast(dict[str, object], value).items()
@@ -181,38 +193,63 @@ def _without_nulls(value: Any) -> Any:
     return value
 
 
-async def _read(websocket: WebSocket, queue: LiveRequestQueue) -> None:
+def _parse(text: str) -> LiveRequest:
+    try:
+        # google-genai's pydantic dump writes every unset field as null: null is unset.
+        data = _without_nulls(json.loads(text))
+        return WireLiveRequest.model_validate(data).to_request()
+    except (ValidationError, ValueError) as exc:
+        detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+        raise _Closed(BAD_DATA, f"not a LiveRequest: {detail}") from None
+
+
+async def _read(websocket: WebSocket, queue: LiveRequestQueue, route: _Route) -> None:
+    """Put the client's frames on the queue. On google-adk's route, as there, a frame that is
+    not a LiveRequest is logged and dropped, and the socket is read (and frames dropped) after
+    the call until the client leaves; on rondo's route such a frame closes it 1007."""
     while True:
         text = await websocket.receive_text()
+        if queue.closed:
+            continue  # the call has ended: nothing more goes to the model
         try:
-            # google-genai's pydantic dump writes every unset field as null: null is unset.
-            data = _without_nulls(json.loads(text))
-            request = WireLiveRequest.model_validate(data).to_request()
-        except (ValidationError, ValueError) as exc:
-            detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-            raise _Closed(BAD_DATA, f"not a LiveRequest: {detail}") from None
+            request = _parse(text)
+        except _Closed as exc:
+            if not route.adk:
+                raise
+            logger.warning("live call: dropped a frame: %s", exc.reason)
+            continue
         queue.send(request)
-        if request.close:
+        if request.close and not route.adk:
             return
 
 
-async def _serve(
-    websocket: WebSocket,
-    frames: Callable[..., AsyncGenerator[Any, None]],
-    encode: Callable[[Any], str],
-) -> None:
-    # Echo the `rondo.bearer.<token>` subprotocol the token came in, as a browser requires.
-    await websocket.accept(subprotocol=websocket.scope.get(SUBPROTOCOL_KEY))
+class _Route:
+    """What differs between the two live routes: the frames sent, and whether the route
+    keeps google-adk's observable behaviour (`adk`) or rondo's own (closing 1000 when the
+    call ends, 1007 on a frame that is not a LiveRequest)."""
+
+    def __init__(
+        self, frames: Callable[..., AsyncGenerator[Any, None]], encode: Callable[[Any], str], *,
+        adk: bool,
+    ) -> None:  # fmt: skip
+        self.frames = frames
+        self.encode = encode
+        self.adk = adk
+
+
+async def _serve(websocket: WebSocket, route: _Route) -> None:
     state: ServerState = websocket.app.state.rondo
     try:
         params = parse_params(websocket)
     except ValueError as exc:
-        await _close(websocket, POLICY, str(exc))
+        await _refuse(websocket, str(exc))
         return
     who = websocket.scope.get(USER_KEY)
     if who is not None and who != params.user_id:
-        await _close(websocket, POLICY, "this token may not access another user's data")
+        await _refuse(websocket, "this token may not access another user's data")
         return
+    # Echo the `rondo.bearer.<token>` subprotocol the token came in, as a browser requires.
+    await websocket.accept(subprotocol=websocket.scope.get(SUBPROTOCOL_KEY))
     try:
         runner = await state.apps.runner(params.app_name)
     except Exception as exc:  # an unknown app, or one that fails to load
@@ -231,33 +268,43 @@ async def _serve(
         await _close(websocket, POLICY, str(exc))
         return
     queue = LiveRequestQueue()
+    state.live_calls[ids] = queue
 
     async def forward() -> None:
-        items = frames(
+        items = route.frames(
             runner,
             user_id=params.user_id,
             session_id=params.session_id,
             live_request_queue=queue,
             run_config=params.run_config(),
         )
-        async with contextlib.aclosing(items):
-            async for item in items:
-                await websocket.send_text(encode(item))
+        try:
+            async with contextlib.aclosing(items):
+                async for item in items:
+                    await websocket.send_text(route.encode(item))
+        finally:
+            # The call is over: the session is free for the next run at once, whether or not
+            # the client keeps the socket.
+            if state.live_calls.get(ids) is queue:
+                del state.live_calls[ids]
+            if not queue.closed:
+                queue.close()
+            await release()
 
-    tasks = [asyncio.create_task(forward()), asyncio.create_task(_read(websocket, queue))]
+    tasks = [asyncio.create_task(forward()), asyncio.create_task(_read(websocket, queue, route))]
     try:
-        await _finish(websocket, tasks)
+        await _finish(websocket, tasks, route)
     finally:
-        if not queue.closed:
-            queue.close()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await release()
 
 
-async def _finish(websocket: WebSocket, tasks: list[asyncio.Task[None]]) -> None:
-    """Wait for the call to end (the run's end) or fail (either side), then close as ADK."""
+async def _finish(websocket: WebSocket, tasks: list[asyncio.Task[None]], route: _Route) -> None:
+    """Wait for the call to end (the run's end) or fail (either side), then close as ADK:
+    1011 with the error; after a call that ended, google-adk's route leaves the socket to the
+    client, rondo's closes it 1000."""
     forward, reader = tasks
     pending = set(tasks)
     while forward in pending:
@@ -274,6 +321,10 @@ async def _finish(websocket: WebSocket, tasks: list[asyncio.Task[None]]) -> None
             if exc is not None:
                 await _close(websocket, INTERNAL, str(exc) or type(exc).__name__)
                 return
+    if route.adk:
+        with contextlib.suppress(WebSocketDisconnect):
+            await reader  # until the client leaves
+        return
     await _close(websocket, NORMAL, "the live call ended")
 
 
@@ -289,13 +340,17 @@ def _lifecycle_frames(runner: Any, **kwargs: Any) -> AsyncGenerator[Any, None]:
     return runner.stream_live(**kwargs)
 
 
+_ADK_ROUTE = _Route(_adk_frames, _adk_json, adk=True)
+_LIFECYCLE_ROUTE = _Route(_lifecycle_frames, to_json, adk=False)
+
+
 @router.websocket("/run_live")
 async def run_live(websocket: WebSocket) -> None:
     """google-adk's live route: each stored or partial record as ADK's Event JSON."""
-    await _serve(websocket, _adk_frames, _adk_json)
+    await _serve(websocket, _ADK_ROUTE)
 
 
 @router.websocket("/run_live_lifecycle")
 async def run_live_lifecycle(websocket: WebSocket) -> None:
     """The same live call as lifecycle events, one JSON frame each (`type` names it)."""
-    await _serve(websocket, _lifecycle_frames, to_json)
+    await _serve(websocket, _LIFECYCLE_ROUTE)

@@ -181,7 +181,9 @@ async def decide_pending(
     body: PendingDecision,
     request: Request,
 ) -> Response:
-    """Decide on one pending call; the run resumes and streams like `/run_lifecycle`."""
+    """Decide on one pending call; the run resumes and streams like `/run_lifecycle`. A call
+    that waits inside a live call this server holds gets the decision there: 202
+    `{"callId", "live": true}`, and what follows streams on the call's WebSocket."""
     state = owner(request, user_id)
     pending = await _pending(state, app_name, user_id, session_id)
     call = next((p for p in pending if p.call_id == call_id), None)
@@ -198,5 +200,13 @@ async def decide_pending(
         run_config=RunOptions(save_input_blobs_as_artifacts=True),
     )
     message = Content(role="user", parts=[answer(call, body)])
+    live = state.live_calls.get((app_name, user_id, session_id))
+    if live is not None and not live.closed:
+        # L3: the call waits inside a live call this server holds: the decision goes into
+        # that call (its connection stays open) and what follows streams on its WebSocket.
+        live.send_content(message)
+        return Response(
+            dumps({"callId": call_id, "live": True}), status_code=202, media_type="application/json"
+        )
     started = await start_run(state, caller(request), resume, message=message)
     return await respond(state, started, "lifecycle", background=body.background)

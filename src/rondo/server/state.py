@@ -16,6 +16,7 @@ from rondo.server.takeover import resume_lapsed
 
 if TYPE_CHECKING:
     from rondo.artifacts.base import BaseArtifactService
+    from rondo.models.live import LiveRequestQueue
     from rondo.server.auth import TokenAuth
     from rondo.server.discovery import AppRegistry
     from rondo.server.span_store import SpanStore
@@ -40,6 +41,11 @@ class ServerState:
     spans: SpanStore | None = None
     # How long a run's claim outlives its last renewal (a dead replica's runs wait that long).
     claim_ttl: float = CLAIM_TTL
+    # The live calls this process serves, by (app, user, session): a decision on a call that
+    # waits inside one goes to its queue (issue 20, L3).
+    live_calls: dict[tuple[str, str, str], LiveRequestQueue] = field(
+        default_factory=dict[tuple[str, str, str], "LiveRequestQueue"]
+    )
 
     def __post_init__(self) -> None:
         self.claims = claims = SessionClaims(self.sessions, self.runs, self.claim_ttl)

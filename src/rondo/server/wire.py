@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from rondo.events import Event, EventActions, ToolConfirmation
+from rondo.models.live import LIVE_METADATA
 from rondo.server.errors import InvalidValueError
 from rondo.sessions.base import Session
 from rondo.types import (
@@ -322,6 +323,7 @@ class WireEvent(_Doc):
     usage_metadata: dict[str, int] | None = None
     input_transcription: dict[str, object] | None = None
     output_transcription: dict[str, object] | None = None
+    live_session_resumption_update: dict[str, object] | None = None
     invocation_id: str = ""
     author: str = ""
     actions: WireEventActions = Field(default_factory=WireEventActions)
@@ -526,8 +528,10 @@ def event_json(event: Event) -> dict[str, object]:
     out: dict[str, object] = {}
     if event.content is not None:
         out["content"] = content_json(event.content)
-    if event.partial:
-        out["partial"] = True
+    transcription = event.input_transcription is not None or event.output_transcription is not None
+    if event.partial or transcription:
+        # ADK writes `partial: false` on a finished transcription (it sets it explicitly).
+        out["partial"] = event.partial
     if event.turn_complete is not None:
         out["turnComplete"] = event.turn_complete
     if event.finish_reason is not None:
@@ -542,10 +546,14 @@ def event_json(event: Event) -> dict[str, object]:
         out["customMetadata"] = event.custom_metadata
     if event.usage is not None:
         out["usageMetadata"] = _usage_json(event.usage)
+    finished = not event.partial
     if event.input_transcription is not None:
-        out["inputTranscription"] = {"text": event.input_transcription}
+        out["inputTranscription"] = {"text": event.input_transcription, "finished": finished}
     if event.output_transcription is not None:
-        out["outputTranscription"] = {"text": event.output_transcription}
+        out["outputTranscription"] = {"text": event.output_transcription, "finished": finished}
+    handle = _resumption_handle(event)
+    if handle is not None:
+        out["liveSessionResumptionUpdate"] = {"newHandle": handle, "resumable": True}
     out["invocationId"] = event.invocation_id
     out["author"] = event.author
     out["actions"] = _actions_json(event.actions)
@@ -563,6 +571,16 @@ def event_json(event: Event) -> dict[str, object]:
     out["id"] = event.id
     out["timestamp"] = event.timestamp
     return out
+
+
+def _resumption_handle(event: Event) -> str | None:
+    """The session-resumption handle a live call's record holds (ADK echoes and stores it as
+    `liveSessionResumptionUpdate`)."""
+    live: Any = event.custom_metadata.get(LIVE_METADATA) if event.custom_metadata else None
+    if not isinstance(live, dict):
+        return None
+    handle = cast(dict[str, Any], live).get("resumption_handle")
+    return handle if isinstance(handle, str) else None
 
 
 def _has_call(event: Event) -> bool:

@@ -18,6 +18,10 @@ replays to a non-streaming call as its final aggregate), and the local tool tabl
 in requests is kept as a SHA-256 digest and size. `replay(..., ignore={"instruction"})`
 leaves whole fields out of the comparison.
 
+A live model's connections are recorded too, frame by frame both ways, and replayed with the
+same frames (`rondo.testing.live_cassette`): `record`/`replay` and `rondo run --record/--replay`
+take live models as they take the others.
+
 Cassettes hold no credentials: nothing of the model object but its name and capabilities is
 written, keys in `extra` that look like credentials (key, token, secret, password, auth,
 cookie, header...) are replaced by "<redacted>", and so is any value of such an environment
@@ -45,6 +49,8 @@ from rondo.models.base import (
     ModelResponse,
     model_capabilities,
 )
+from rondo.models.live import LiveResponse, LostReason, is_live_model
+from rondo.types import Content
 
 __all__ = [
     "CASSETTE_VERSION",
@@ -63,6 +69,8 @@ CASSETTE_VERSION = 1
 REDACTED = "<redacted>"
 Compared = Literal["model", "instruction", "tools", "config", "contents"]
 FIELDS: tuple[Compared, ...] = ("model", "instruction", "tools", "config", "contents")
+# A live connection is also compared on how it is opened (`LiveConnectConfig`).
+_LIVE_FIELD = "live"
 
 _SECRET_NAME = re.compile(
     r"key|token|secret|passw|auth|cookie|credential|header|signature", re.IGNORECASE
@@ -109,21 +117,45 @@ class RecordedError(BaseModel):
         return cls(type=type(exc).__name__, message=str(exc))
 
 
+class LiveFrame(BaseModel):
+    """One frame of a live connection, either way: what was sent (as compared on replay),
+    what was received, or how the connection failed (`lost`: a recoverable case)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sent: dict[str, Any] | None = None
+    received: LiveResponse | None = None
+    error: RecordedError | None = None
+    lost: LostReason | None = None
+
+
+class LiveCall(BaseModel):
+    """A live connection (SPEC L1): how it was opened and its frames, in order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    config: dict[str, Any] = Field(default_factory=dict[str, Any])
+    frames: list[LiveFrame] = Field(default_factory=list[LiveFrame])
+
+
 class Exchange(BaseModel):
     """One model call: the request as compared, the responses as yielded, or the error.
+    For a live model, one connection: the request it was opened with and its frames (`live`).
 
     A call is written when its final response arrives, before the loop acts on it; should the
-    model yield more after that, they follow in a `continued` line of the same `exchange`.
+    model yield more after that, they follow in a `continued` line of the same `exchange`
+    (a live connection is written at each end of a turn, and when it closes or fails).
     """
 
     model_config = ConfigDict(extra="forbid")
 
     exchange: int
     model: str
-    capabilities: dict[str, bool]
-    stream: bool
+    capabilities: dict[str, bool] = Field(default_factory=dict[str, bool])
+    stream: bool = False
     request: dict[str, Any] = Field(default_factory=dict[str, Any])
-    responses: list[ModelResponse]
+    responses: list[ModelResponse] = Field(default_factory=list[ModelResponse])
+    live: LiveCall | None = None
     error: RecordedError | None = None
     # The consumer stopped the call before the model's final response (a cancelled run).
     interrupted: bool = False
@@ -174,22 +206,24 @@ class _CallIds:
             holder["id"] = self.seen.setdefault(original, f"call#{len(self.seen) + 1}")
 
 
+def content_record(content: Content, ids: _CallIds) -> dict[str, Any]:
+    """A content as compared: call ids renumbered by `ids`, inline data as its digest."""
+    dumped = {
+        "role": content.role,
+        **content.model_dump(mode="json", exclude_defaults=True, exclude={"role"}),
+    }
+    for part in cast(list[dict[str, Any]], dumped.get("parts", [])):
+        for key in ("function_call", "function_response"):
+            if key in part:
+                ids(part[key])
+        if "inline_data" in part:
+            part["inline_data"] = _blob_digest(part["inline_data"])
+    return dumped
+
+
 def _contents(request: ModelRequest) -> list[dict[str, Any]]:
     ids = _CallIds()
-    out: list[dict[str, Any]] = []
-    for content in request.contents:
-        dumped = {
-            "role": content.role,
-            **content.model_dump(mode="json", exclude_defaults=True, exclude={"role"}),
-        }
-        for part in cast(list[dict[str, Any]], dumped.get("parts", [])):
-            for key in ("function_call", "function_response"):
-                if key in part:
-                    ids(part[key])
-            if "inline_data" in part:
-                part["inline_data"] = _blob_digest(part["inline_data"])
-        out.append(dumped)
-    return out
+    return [content_record(content, ids) for content in request.contents]
 
 
 def request_record(request: ModelRequest) -> dict[str, Any]:
@@ -238,7 +272,12 @@ class CassetteRecorder:
             raise CassetteError(f"cannot write the cassette {self.path}: {exc}") from exc
 
     def wrap(self, model: Model) -> RecordingModel:
-        """`model`, with every call it answers written to this cassette."""
+        """`model`, with every call it answers written to this cassette (every frame of
+        every connection, for a live model)."""
+        if is_live_model(model):
+            from rondo.testing.live_cassette import RecordingLiveModel
+
+            return RecordingLiveModel(model, self)
         return RecordingModel(model, self)
 
     def write(self, exchange: Exchange) -> None:
@@ -369,6 +408,8 @@ def _read(path: Path) -> list[Exchange]:
             exchanges[exchange.exchange] = exchange
         else:  # more responses of a call already written
             first.responses.extend(exchange.responses)
+            if first.live is not None and exchange.live is not None:
+                first.live.frames.extend(exchange.live.frames)
             first.error = exchange.error or first.error
             first.interrupted = exchange.interrupted
     return list(exchanges.values())
@@ -468,6 +509,8 @@ def request_difference(
             found = _difference(field, a, b)
         if found:
             return found
+    if _LIVE_FIELD in recorded or _LIVE_FIELD in got:
+        return _difference(_LIVE_FIELD, recorded.get(_LIVE_FIELD), got.get(_LIVE_FIELD))
     return None
 
 
@@ -506,6 +549,8 @@ class CassettePlayer:
         self.exchanges = _read(self.path)
         self.used = [False] * len(self.exchanges)
         self.calls = 0
+        # Live connections that closed with recorded frames never sent (see `check_finished`).
+        self.live_leftovers: list[str] = []
 
     @property
     def model_names(self) -> list[str]:
@@ -532,6 +577,10 @@ class CassettePlayer:
                 )
             name = names[0]  # one model recorded: it answers whoever asks
         first = next((e for e in self.exchanges if e.model == name), None)
+        if first is not None and first.live is not None:
+            from rondo.testing.live_cassette import ReplayLiveModel
+
+            return ReplayLiveModel(self, name, ModelCapabilities())
         caps = (
             ModelCapabilities(**dict[str, Any](first.capabilities))
             if first
@@ -539,29 +588,45 @@ class CassettePlayer:
         )
         return ReplayModel(self, name, caps)
 
-    def answer(self, request: ModelRequest) -> Exchange:
-        """The recorded exchange for this call, marked used; `CassetteMismatchError` if none."""
+    def answer(self, request: ModelRequest, *, live: dict[str, Any] | None = None) -> Exchange:
+        """The recorded exchange for this call (a live connection: `live` is how it is
+        opened), marked used; `CassetteMismatchError` if none."""
         self.calls += 1
         asked = json.loads(json.dumps(request_record(request)))
-        unused = [i for i, used in enumerate(self.used) if not used]
+        if live is not None:
+            asked["live"] = live
+        unused = [
+            i
+            for i, used in enumerate(self.used)
+            if not used and (self.exchanges[i].live is not None) == (live is not None)
+        ]
         if not unused:
             raise CassetteMismatchError(
                 f"{self.path}: model call {self.calls} runs past the cassette, which holds "
                 f"{len(self.exchanges)} exchange{'' if len(self.exchanges) == 1 else 's'}"
             )
         for index in unused:
-            if request_difference(self.exchanges[index].request, asked, self.ignore) is None:
+            if request_difference(self._asked(index), asked, self.ignore) is None:
                 self.used[index] = True
                 return self.exchanges[index]
         expected = unused[0]
-        found = request_difference(self.exchanges[expected].request, asked, self.ignore)
+        found = request_difference(self._asked(expected), asked, self.ignore)
         raise CassetteMismatchError(
             f"{self.path}: model call {self.calls} differs from exchange {expected + 1} of "
             f"{len(self.exchanges)} at {found}"
         )
 
+    def _asked(self, index: int) -> dict[str, Any]:
+        exchange = self.exchanges[index]
+        if exchange.live is None:
+            return exchange.request
+        return {**exchange.request, "live": exchange.live.config}
+
     def check_finished(self) -> None:
-        """Raise `CassetteMismatchError` if the run made fewer calls than were recorded."""
+        """Raise `CassetteMismatchError` if the run made fewer calls than were recorded (or
+        sent fewer frames on a live connection)."""
+        for problem in self.live_leftovers:
+            raise CassetteMismatchError(f"{self.path}: {problem}")
         if self.remaining:
             raise CassetteMismatchError(
                 f"{self.path}: the run made {self.calls} model call"

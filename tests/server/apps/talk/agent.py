@@ -1,31 +1,51 @@
-"""A live agent for the live-route tests: a `ScriptedLiveModel` that echoes each text turn
-(`you said: …`), calls `weather` for a turn mentioning the weather and answers its result,
-and answers `heard <n> bytes` to the audio received before an `activity_end`."""
+"""A live agent for the live-route and microphone tests: a `ScriptedLiveModel` that
+
+- echoes a text turn (`you said: …`);
+- calls `weather` for a text turn mentioning the weather and answers `it is <sky>`;
+- calls `pay` (which needs confirmation) for `pay <n>` and answers `paid <n>` once it ran;
+- answers speech — the audio received before an `activity_end` / `audio_stream_end` — as a
+  voice model does: the user's words as an input transcription, a `weather` call, then its
+  answer as an output transcription and a chunk of audio, `It is clear. I heard <n> bytes.`
+"""
 
 from typing import Any
 
-from rondo import Agent
+from rondo import Agent, FunctionTool
 from rondo.models.live import LiveRequest, LiveResponse, Transcription
 from rondo.testing import ScriptedLiveModel
-from rondo.types import FunctionCall
+from rondo.types import Blob, Content, FunctionCall, Part
 
+HEARD = "what is the weather in Oslo"
 _audio: list[int] = []
+_spoken: list[int] = []  # the bytes heard by the voice turn waiting for its tool's answer
 
 
 def _answer(request: LiveRequest) -> Any:
     content = request.content
-    if content is None:  # activity_end: answer the audio heard since the last one
-        heard = sum(_audio)
+    if content is None:  # the end of speech: answer the audio heard since the last one
+        _spoken.append(sum(_audio))
         _audio.clear()
         return [
-            LiveResponse(input_transcription=Transcription(text="hello", finished=True)),
-            f"heard {heard} bytes",
+            LiveResponse(input_transcription=Transcription(text=HEARD, finished=True)),
+            FunctionCall(name="weather", args={"city": "Oslo"}),
         ]
     answered = [p.function_response for p in content.parts if p.function_response]
     if answered:
-        return f"it is {answered[0].response['sky']}"
+        response = answered[0]
+        if response.name == "pay":
+            return f"paid: {response.response['result']}"
+        if _spoken:
+            words = f"It is {response.response['sky']}. I heard {_spoken.pop()} bytes."
+            voice = Blob(mime_type="audio/pcm;rate=24000", data=bytes(480))
+            return [
+                LiveResponse(output_transcription=Transcription(text=words, finished=True)),
+                LiveResponse(content=Content(role="model", parts=[Part(inline_data=voice)])),
+            ]
+        return f"it is {response.response['sky']}"
     if "weather" in content.text:
         return FunctionCall(name="weather", args={"city": "Oslo"})
+    if content.text.startswith("pay "):
+        return FunctionCall(name="pay", args={"amount": int(content.text.split()[1])})
     return f"you said: {content.text}"
 
 
@@ -36,7 +56,7 @@ class _Model(ScriptedLiveModel):
 
 
 class _Counting(list[LiveRequest]):
-    """Counts the audio bytes each request brings, for `heard <n> bytes`."""
+    """Counts the audio bytes each request brings, for `I heard <n> bytes`."""
 
     def append(self, request: LiveRequest) -> None:
         if request.blob is not None:
@@ -49,4 +69,14 @@ def weather(city: str) -> dict[str, str]:
     return {"city": city, "sky": "clear"}
 
 
-root_agent = Agent(name="talker", model=_Model(), instruction="Talk.", tools=[weather])
+def pay(amount: int) -> str:
+    """Pay `amount` (asks the user first)."""
+    return f"{amount} paid"
+
+
+root_agent = Agent(
+    name="talker",
+    model=_Model(),
+    instruction="Talk.",
+    tools=[weather, FunctionTool(pay, require_confirmation=True)],
+)

@@ -119,6 +119,12 @@ export class Api {
     return this.stream(path, decision, signal);
   }
 
+  /** Decide a call that waits inside a live call: the server answers 202 and the call goes
+   * on over its WebSocket. */
+  decideLive({ app, user, session, callId, decision }) {
+    return this.json("POST", `${this.sessionPath(app, user, session)}/pending/${enc(callId)}`, decision);
+  }
+
   async *stream(path, body, signal) {
     const response = await this.fetch("POST", path, body, {
       accept: "text/event-stream",

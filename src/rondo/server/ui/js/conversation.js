@@ -178,8 +178,25 @@ const LIVE = {
     if (ev.kind === "text_delta" || ev.kind === "thinking_delta") {
       const item = c._agentFor(ev);
       const field = ev.kind === "thinking_delta" || ev.is_thinking ? "thinking" : "text";
-      c._update(item, { [field]: item[field] + (ev.text || ""), streaming: true });
+      c._update(item, { [field]: item[field] + (ev.text || ""), streaming: true, fromText: item.fromText || field === "text" });
     }
+  },
+  transcript(c, ev) {
+    // A live call's words: the user's become their message, the model's its answer (unless
+    // the model also wrote text, which is then the answer).
+    if (ev.role === "user") {
+      const key = `heard-${ev.reason_id}`;
+      const item = c.byKey.get(key);
+      const text = ev.finished ? ev.text : (item?.heard || "") + ev.text;
+      if (item) c._update(item, { text, heard: ev.finished ? "" : text });
+      else c._add({ kind: "user", key, text, heard: ev.finished ? "" : text, invocationId: ev.invocation_id });
+      return;
+    }
+    const item = c._agentFor(ev);
+    if (item.fromText) return;
+    const said = ev.finished ? [item.said, ev.text].filter(Boolean).join(" ") : item.said || "";
+    const saying = ev.finished ? "" : (item.saying || "") + ev.text;
+    c._update(item, { said, saying, text: [said, saying].filter(Boolean).join(" "), streaming: !ev.finished });
   },
   reason_end(c, ev) {
     const parts = ev.event?.content?.parts || [];
@@ -188,7 +205,7 @@ const LIVE = {
     const key = `reason-${ev.reason_id}`;
     const item = c.byKey.get(key);
     // The stored record is the answer; deltas were only its preview (SPEC V4).
-    if (item) c._update(item, { text: text || item.text, thinking: thinking || item.thinking, streaming: false, durationMs: ev.duration_ms });
+    if (item) c._update(item, { text: item.said ? item.text : text || item.text, thinking: thinking || item.thinking, streaming: false, durationMs: ev.duration_ms });
     else if (text || thinking) c._add({ kind: "agent", key, author: ev.node || ev.agent_name, text, thinking, streaming: false, durationMs: ev.duration_ms, invocationId: ev.invocation_id });
     const record = ev.event;
     if (record && (record.error_message || record.error_code)) {

@@ -44,10 +44,18 @@ export class LiveMic {
     this.onEvent = onEvent;
     this.onProblem = onProblem;
     this.socket = null;
+    this.call = null;
+    this.where = null;
     this.button = h("button", { class: "btn btn-ghost composer-mic", type: "button", title: "Talk to the agent (live)" });
     this.button.addEventListener("click", () => (this.socket ? this.stop() : this.start()));
     this.el = this.button;
     this._show(false);
+  }
+
+  /** Whether a live call is open on this session. */
+  isLive(app, user, session) {
+    const where = this.call && this.where;
+    return Boolean(where && where.app === app && where.user === user && where.session === session);
   }
 
   _show(live) {
@@ -65,6 +73,8 @@ export class LiveMic {
     const protocols = where.token ? [`rondo.bearer.${where.token}`] : [];
     const socket = new WebSocket(`${scheme}//${location.host}/run_live_lifecycle?${query}`, protocols);
     this.socket = socket;
+    this.call = socket; // open until the server closes it (after Stop, the answer still comes)
+    this.where = where;
     this._show(true);
     socket.addEventListener("message", (message) => {
       try {
@@ -74,6 +84,7 @@ export class LiveMic {
       }
     });
     socket.addEventListener("close", (event) => {
+      if (this.call === socket) this.call = null;
       if (event.code !== 1000 && event.reason) this.onProblem(`Live call closed: ${event.reason}`);
       if (this.socket === socket) this._release();
     });

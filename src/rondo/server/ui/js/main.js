@@ -71,7 +71,10 @@ class App {
     });
     this.mic = new LiveMic({
       target: () => (this.sessionId ? { app: this.app, user: this.user, session: this.sessionId, token: this.api.token } : null),
-      onEvent: (ev) => this.conversation?.apply(ev),
+      onEvent: (ev) => {
+        this.conversation?.apply(ev);
+        this.recordLifecycle(this.key(), ev);
+      },
       onProblem: (text) => this.toasts.error(text, "Live call"),
     });
     this.attachments = new Attachments(); // files in the composer (attachments.js)
@@ -388,6 +391,17 @@ class App {
     const { app, user, sessionId: session } = this;
     const callId = card.pending.callId;
     const conversation = this.conversation;
+    if (this.mic.isLive(app, user, session)) {
+      // The call waits inside the live call: the decision goes there, the tool's result
+      // comes back over the call's WebSocket.
+      try {
+        await this.api.decideLive({ app, user, session, callId, decision: body });
+        conversation.settle(card, decision, body);
+      } catch (error) {
+        this.toasts.error(String(error.message || error), "Not sent");
+      }
+      return;
+    }
     const accepted = await this.stream(conversation, session, (signal) => this.api.decide({ app, user, session, callId, decision: body, signal }));
     if (accepted) conversation.settle(card, decision, body);
   }
