@@ -187,6 +187,7 @@ def eval_command(
     out.print(report.table())
     for line in report.notes():
         out.print(line, markup=False)
+    out.print(report.cost_line(), markup=False)
     out.print(report.summary(), markup=False)
     try:
         cassette.finish()

@@ -24,6 +24,7 @@ from rondo.evaluation.config import (
     load_eval_config,
     parse_eval_config,
 )
+from rondo.evaluation.cost import Cost
 from rondo.evaluation.evalset import (
     EvalCase,
     EvalSet,
@@ -63,6 +64,7 @@ __all__ = [
     "AppDetails",
     "Call",
     "CaseResult",
+    "Cost",
     "Criterion",
     "EvalCase",
     "EvalConfig",

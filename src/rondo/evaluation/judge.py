@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from rondo.errors import ModelError, ModelNotFoundError
+from rondo.evaluation.cost import record_call
 from rondo.models.base import GenerateConfig, Model, ModelRequest
 from rondo.models.registry import resolve_model
 from rondo.types import Content
@@ -72,6 +73,7 @@ async def ask_judge(model: Model, prompt: str) -> str | None:
         async for response in responses:
             if not response.partial:
                 answer = _text(response.content)
+                record_call(model, response.usage)  # the case's cost counts its judges
     finally:
         aclose = getattr(responses, "aclose", None)  # the protocol promises an iterator only
         if aclose is not None:

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from rondo.errors import RondoError
 from rondo.evaluation.config import EvalConfig
+from rondo.evaluation.cost import Cost
 from rondo.evaluation.evalset import ExpectedCall
 from rondo.evaluation.judged import RubricScore
 from rondo.evaluation.metrics import ActualInvocation, Call
@@ -81,12 +82,14 @@ class InvocationResult:
 
 @dataclass(frozen=True, slots=True)
 class CaseResult:
-    """One eval case. It passes when it ran and every scored metric reached its threshold."""
+    """One eval case. It passes when it ran and every scored metric reached its threshold.
+    `cost` is what its model calls (agent, judges, user simulator) took."""
 
     eval_id: str
     metrics: tuple[MetricResult, ...] = ()
     invocations: tuple[InvocationResult, ...] = ()
     error: str | None = None
+    cost: Cost = field(default_factory=Cost)
 
     @property
     def passed(self) -> bool:
@@ -161,11 +164,16 @@ def _calls_list(calls: tuple[Call, ...] | tuple[ExpectedCall, ...]) -> list[dict
     return [{"name": c.name, "args": c.args} for c in calls]
 
 
+def _tokens(cost: Cost) -> str:
+    return f"{cost.total_tokens:,}" if cost.calls else "-"
+
+
 def _case_dict(case: CaseResult) -> dict[str, object]:
     return {
         "eval_id": case.eval_id,
         "passed": case.passed,
         "error": case.error,
+        "usage": case.cost.to_dict(),
         "metrics": [_metric_dict(m) for m in case.metrics],
         "invocations": [
             {
@@ -196,19 +204,31 @@ class EvalReport:
     def failures(self) -> tuple[CaseResult, ...]:
         return tuple(case for case in self.cases if not case.passed)
 
+    @property
+    def cost(self) -> Cost:
+        """Tokens and dollars of every case together (unpriced if any call was)."""
+        total = Cost()
+        for case in self.cases:
+            total = total + case.cost
+        return total
+
     def table(self) -> Table:
-        """One row per case and metric: case, metric, score, threshold, pass."""
+        """One row per case and metric: case, metric, score, threshold, pass; each case's
+        tokens and cost on its first row."""
         table = Table(title=f"eval set {self.eval_set_id}", title_justify="left")
         table.add_column("case", overflow="fold")
         table.add_column("metric", no_wrap=True)
         for column in ("score", "threshold", "pass"):
             table.add_column(column, no_wrap=True)
         table.add_column("per invocation", overflow="fold")
+        table.add_column("tokens", justify="right", no_wrap=True)
+        table.add_column("cost", no_wrap=True)
         for case in self.cases:
+            spent = [_tokens(case.cost), case.cost.label]
             if case.error is not None:
-                table.add_row(case.eval_id, "(run)", "-", "-", "[red]ERROR[/]", case.error)
+                table.add_row(case.eval_id, "(run)", "-", "-", "[red]ERROR[/]", case.error, *spent)
                 continue
-            for m in case.metrics:
+            for index, m in enumerate(case.metrics):
                 per = ", ".join(_score(s) for s in m.per_invocation)
                 verdict = {
                     "passed": "[green]PASS[/]",
@@ -216,7 +236,13 @@ class EvalReport:
                     "not_evaluated": "[yellow]N/A[/]",
                 }[m.status]
                 table.add_row(
-                    case.eval_id, m.metric, _score(m.score), _score(m.threshold), verdict, per
+                    case.eval_id,
+                    m.metric,
+                    _score(m.score),
+                    _score(m.threshold),
+                    verdict,
+                    per,
+                    *(spent if index == 0 else ["", ""]),
                 )
         return table
 
@@ -228,6 +254,14 @@ class EvalReport:
             line += "; failed: " + ", ".join(case.eval_id for case in self.failures)
         return line
 
+    def cost_line(self) -> str:
+        """The run's total: `total: 1,234 tokens in 5 model calls, $0.000321`."""
+        cost = self.cost
+        if not cost.calls:
+            return "total: no model call reported usage"
+        calls = f"{cost.calls} model call{'' if cost.calls == 1 else 's'}"
+        return f"total: {cost.total_tokens:,} tokens in {calls}, {cost.label}"
+
     def render(self, *, width: int = 120) -> str:
         """The table, the skipped metrics, the failures explained and the summary, as text."""
         buffer = StringIO()
@@ -235,6 +269,7 @@ class EvalReport:
         console.print(self.table())
         for line in self.notes():
             console.print(line, markup=False)
+        console.print(self.cost_line(), markup=False)
         console.print(self.summary(), markup=False)
         return buffer.getvalue()
 
@@ -258,6 +293,7 @@ class EvalReport:
             "eval_set_id": self.eval_set_id,
             "passed": self.passed,
             "summary": self.summary(),
+            "usage": self.cost.to_dict(),
             "not_evaluated": [{"metric": m, "why": why} for m, why in self.config.not_evaluated],
             "cases": [_case_dict(case) for case in self.cases],
         }

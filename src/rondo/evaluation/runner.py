@@ -12,11 +12,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
+from dataclasses import replace
 from statistics import fmean
 from typing import TYPE_CHECKING
 
-from rondo.errors import ModelError, ModelNotFoundError
+from rondo.errors import ModelError, ModelNotFoundError, RondoError
 from rondo.evaluation.config import RESPONSE_MATCH, Criterion, EvalConfig, SimulatorOptions
+from rondo.evaluation.cost import is_local, metered, record_usage
 from rondo.evaluation.evalset import EvalCase, EvalSet, EvalSetError, Scenario
 from rondo.evaluation.judge import JudgeResolver, resolve_judge_model
 from rondo.evaluation.judged import AppDetails, judge_metric
@@ -72,14 +74,39 @@ def _observe(events: list[Event], user_text: str = "") -> ActualInvocation:
 
 
 async def _invoke(
-    runner: Runner, user_id: str, session_id: str, message: Content, text: str
+    runner: Runner,
+    user_id: str,
+    session_id: str,
+    message: Content,
+    text: str,
+    local_authors: frozenset[str],
 ) -> ActualInvocation:
     events: list[Event] = []
     stream = runner.run_async(user_id=user_id, session_id=session_id, new_message=message)
     async with aclosing(stream) as records:
         async for event in records:
             events.append(event)
+            if event.usage is not None and not event.partial:  # priced where it was made
+                record_usage(event.usage, local=event.author in local_authors)
     return _observe(events, text)
+
+
+def _local_authors(agent: BaseAgent) -> frozenset[str]:
+    """The agents of the tree whose model runs on this machine (their calls are free)."""
+    found: set[str] = set()
+
+    def visit(node: BaseAgent) -> None:
+        try:
+            model = getattr(node, "canonical_model", None)  # a property on LLM agents
+        except RondoError:  # an agent without a model makes no calls
+            model = None
+        if model is not None and is_local(model):
+            found.add(node.name)
+        for child in node.sub_agents:
+            visit(child)
+
+    visit(agent)
+    return frozenset(found)
 
 
 async def _simulate(
@@ -121,9 +148,10 @@ async def _run_conversation(
         state=given.state if given else None,
     )
     runner = Runner(agent=agent, app_name=app_name, session_service=service)
+    local = _local_authors(agent)
 
     async def invoke(message: Content, text: str) -> ActualInvocation:
-        return await _invoke(runner, user_id, session_id, message, text)
+        return await _invoke(runner, user_id, session_id, message, text, local)
 
     scenario = case.scenario()
     if scenario is not None:
@@ -218,12 +246,15 @@ async def run_case(
     *,
     judge: JudgeResolver = resolve_judge_model,
 ) -> CaseResult:
-    """Run one case on a fresh session of `service` and score it."""
-    try:
-        actual = await _run_conversation(agent, case, service, judge, config.user_simulator)
-        return await _score_case(case, actual, config, judge, app_details(agent))
-    except Exception as exc:  # a failing case is a result, not the end of the run
-        return CaseResult(case.eval_id, error=f"{type(exc).__name__}: {exc}")
+    """Run one case on a fresh session of `service` and score it; its cost counts every
+    model call of the case (agent, judges, user simulator)."""
+    with metered() as meter:
+        try:
+            actual = await _run_conversation(agent, case, service, judge, config.user_simulator)
+            result = await _score_case(case, actual, config, judge, app_details(agent))
+        except Exception as exc:  # a failing case is a result, not the end of the run
+            result = CaseResult(case.eval_id, error=f"{type(exc).__name__}: {exc}")
+    return replace(result, cost=meter.cost)
 
 
 def _cached(judge: JudgeResolver) -> JudgeResolver:
