@@ -46,6 +46,12 @@ class ActualInvocation:
     final_text: str
     user_text: str = ""
     steps: tuple[Step, ...] = ()
+    # What it took, for ADK's informational efficiency metrics: the model calls that reported
+    # usage, their tokens (None when none reported any), and the wall time in seconds.
+    model_calls: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    seconds: float | None = None
 
 
 def _same(actual: Call, expected: Call | ExpectedCall, ignore_args: bool) -> bool:

@@ -9,6 +9,7 @@ answer. An exception inside a case fails that case and the run goes on.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
@@ -70,7 +71,16 @@ def _observe(events: list[Event], user_text: str = "") -> ActualInvocation:
         Step(e.author, None if e is final and not e.get_function_calls() else e.content)
         for e in kept
     )
-    return ActualInvocation(tuple(calls), _text(final.content if final else None), user_text, steps)
+    usages = [e.usage for e in events if e.usage is not None and not e.partial]
+    return ActualInvocation(
+        tuple(calls),
+        _text(final.content if final else None),
+        user_text,
+        steps,
+        model_calls=len(usages),
+        input_tokens=sum(u.input_tokens for u in usages) if usages else None,
+        output_tokens=sum(u.output_tokens for u in usages) if usages else None,
+    )
 
 
 async def _invoke(
@@ -82,13 +92,14 @@ async def _invoke(
     local_authors: frozenset[str],
 ) -> ActualInvocation:
     events: list[Event] = []
+    started = time.perf_counter()
     stream = runner.run_async(user_id=user_id, session_id=session_id, new_message=message)
     async with aclosing(stream) as records:
         async for event in records:
             events.append(event)
             if event.usage is not None and not event.partial:  # priced where it was made
                 record_usage(event.usage, local=event.author in local_authors)
-    return _observe(events, text)
+    return replace(_observe(events, text), seconds=round(time.perf_counter() - started, 3))
 
 
 def _local_authors(agent: BaseAgent) -> frozenset[str]:

@@ -17,6 +17,7 @@ from rondo.models.pricing import warm_prices
 from rondo.server import (
     adk_routes,
     eval_routes,
+    eval_runs,
     front_end,
     history_routes,
     live_routes,
@@ -166,6 +167,7 @@ def create_app(
         live_routes.router,
         traces.router,
         eval_routes.router,
+        eval_runs.router,
         *front_end.routers(),
     ):
         app.router.routes.extend(router.routes)

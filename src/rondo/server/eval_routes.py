@@ -2,7 +2,7 @@
 
 Eval sets live where ADK keeps them, `<agents_dir>/<app>/<eval_set_id>.evalset.json` (written
 snake_case, as ADK writes them); results under `<agents_dir>/<app>/.adk/eval_history/`.
-Answers use ADK's camelCase aliases. Running an eval and adding a session are not here yet.
+Answers use ADK's camelCase aliases. Adding a session, running an eval and the metrics are in `eval_runs`.
 """
 
 from __future__ import annotations
@@ -21,46 +21,57 @@ from rondo.server.errors import BadRequestError, InvalidValueError, NotFoundErro
 from rondo.server.state import server_state
 from rondo.server.streams import dumps
 
-__all__ = ["router"]
+__all__ = [
+    "RESULT_SUFFIX",
+    "app_dir",
+    "camel",
+    "case_id",
+    "cases_of",
+    "history_dir",
+    "json_response",
+    "read_set",
+    "router",
+    "set_path",
+]
 
 router = APIRouter(route_class=SafeRoute)
 
 _SET_SUFFIX = ".evalset.json"
-_RESULT_SUFFIX = ".evalset_result.json"
+RESULT_SUFFIX = ".evalset_result.json"
 _ID = re.compile(r"[a-zA-Z0-9_]+")
 _SEGMENT = re.compile(r"[^/\\]+")
 
 
-def _json(value: Any) -> Response:
+def json_response(value: Any) -> Response:
     return Response(dumps(value), media_type="application/json")
 
 
-def _camel(value: Any) -> Any:
+def camel(value: Any) -> Any:
     """ADK's by-alias dump: keys camelCase, but a session state's own keys left as written."""
     if isinstance(value, dict):
         out: dict[str, object] = {}
         for key, item in value.items():  # pyright: ignore[reportUnknownVariableType]
             name = to_camel(str(key))  # pyright: ignore[reportUnknownArgumentType]
-            out[name] = item if name == "state" else _camel(item)
+            out[name] = item if name == "state" else camel(item)
         return out
     if isinstance(value, list):
-        return [_camel(item) for item in value]  # pyright: ignore[reportUnknownVariableType]
+        return [camel(item) for item in value]  # pyright: ignore[reportUnknownVariableType]
     return value
 
 
-def _app_dir(request: Request, app_name: str) -> Path:
+def app_dir(request: Request, app_name: str) -> Path:
     if not _SEGMENT.fullmatch(app_name) or app_name in {".", ".."}:
         raise BadRequestError(f"Invalid app_name {app_name!r}")
     return server_state(request).apps.root / app_name
 
 
-def _set_path(request: Request, app_name: str, eval_set_id: str) -> Path:
+def set_path(request: Request, app_name: str, eval_set_id: str) -> Path:
     if not _SEGMENT.fullmatch(eval_set_id) or eval_set_id in {".", ".."}:
         raise BadRequestError(f"Invalid eval_set_id {eval_set_id!r}")
-    return _app_dir(request, app_name) / (eval_set_id + _SET_SUFFIX)
+    return app_dir(request, app_name) / (eval_set_id + _SET_SUFFIX)
 
 
-def _read_set(path: Path) -> dict[str, object] | None:
+def read_set(path: Path) -> dict[str, object] | None:
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -70,12 +81,12 @@ def _read_set(path: Path) -> dict[str, object] | None:
     return data  # pyright: ignore[reportUnknownVariableType]
 
 
-def _cases(data: dict[str, object]) -> list[dict[str, object]]:
+def cases_of(data: dict[str, object]) -> list[dict[str, object]]:
     cases: Any = data.get("eval_cases", data.get("evalCases", []))
     return [c for c in cases if isinstance(c, dict)] if isinstance(cases, list) else []  # pyright: ignore[reportUnknownVariableType]
 
 
-def _case_id(case: dict[str, object]) -> str:
+def case_id(case: dict[str, object]) -> str:
     return str(case.get("eval_id", case.get("evalId", "")))
 
 
@@ -84,7 +95,7 @@ def _create(request: Request, app_name: str, eval_set_id: str) -> dict[str, obje
         raise BadRequestError(
             "Invalid Eval Set ID. Eval Set ID should have the `^[a-zA-Z0-9_]+$` format"
         )
-    path = _set_path(request, app_name, eval_set_id)
+    path = set_path(request, app_name, eval_set_id)
     if path.exists():
         raise BadRequestError(f"EvalSet {eval_set_id} already exists for app {app_name}.")
     data: dict[str, object] = {
@@ -111,17 +122,17 @@ async def create_eval_set(
     if not isinstance(set_id, str) or not isinstance(fields.get("eval_cases"), list):
         raise InvalidValueError("evalSet.eval_set_id and evalSet.eval_cases are required")
     # ADK answers with its EvalSet model, which has no aliases: snake_case, as on disk.
-    return _json(_create(request, app_name, set_id))
+    return json_response(_create(request, app_name, set_id))
 
 
 @router.post("/dev/apps/{app_name}/eval_sets/{eval_set_id}")
 async def create_eval_set_legacy(app_name: str, eval_set_id: str, request: Request) -> Response:
     _create(request, app_name, eval_set_id)
-    return _json(None)
+    return json_response(None)
 
 
 def _list_sets(request: Request, app_name: str) -> list[str]:
-    folder = _app_dir(request, app_name)
+    folder = app_dir(request, app_name)
     if not folder.is_dir():
         return []
     return sorted(p.name.removesuffix(_SET_SUFFIX) for p in folder.glob("*" + _SET_SUFFIX))
@@ -129,41 +140,41 @@ def _list_sets(request: Request, app_name: str) -> list[str]:
 
 @router.get("/dev/apps/{app_name}/eval-sets")
 async def list_eval_sets(app_name: str, request: Request) -> Response:
-    return _json({"evalSetIds": _list_sets(request, app_name)})
+    return json_response({"evalSetIds": _list_sets(request, app_name)})
 
 
 @router.get("/dev/apps/{app_name}/eval_sets")
 async def list_eval_sets_legacy(app_name: str, request: Request) -> Response:
-    return _json(_list_sets(request, app_name))
+    return json_response(_list_sets(request, app_name))
 
 
 @router.get("/dev/apps/{app_name}/eval_sets/{eval_set_id}/evals")
 async def list_evals(app_name: str, eval_set_id: str, request: Request) -> Response:
-    data = _read_set(_set_path(request, app_name, eval_set_id))
+    data = read_set(set_path(request, app_name, eval_set_id))
     if data is None:
         raise BadRequestError(f"Eval set `{eval_set_id}` not found.")
-    return _json(sorted(_case_id(c) for c in _cases(data)))
+    return json_response(sorted(case_id(c) for c in cases_of(data)))
 
 
 async def _get_case(
     app_name: str, eval_set_id: str, eval_case_id: str, request: Request
 ) -> Response:
-    data = _read_set(_set_path(request, app_name, eval_set_id))
-    for case in _cases(data) if data is not None else []:
-        if _case_id(case) == eval_case_id:
-            return _json(_camel(case))
+    data = read_set(set_path(request, app_name, eval_set_id))
+    for case in cases_of(data) if data is not None else []:
+        if case_id(case) == eval_case_id:
+            return json_response(camel(case))
     raise NotFoundError(f"Eval set `{eval_set_id}` or Eval `{eval_case_id}` not found.")
 
 
 async def _delete_case(
     app_name: str, eval_set_id: str, eval_case_id: str, request: Request
 ) -> None:
-    path = _set_path(request, app_name, eval_set_id)
-    data = _read_set(path)
+    path = set_path(request, app_name, eval_set_id)
+    data = read_set(path)
     if data is None:
         raise NotFoundError(f"Eval set `{eval_set_id}` not found.")
-    cases = _cases(data)
-    kept = [c for c in cases if _case_id(c) != eval_case_id]
+    cases = cases_of(data)
+    kept = [c for c in cases if case_id(c) != eval_case_id]
     if len(kept) == len(cases):
         raise NotFoundError(f"Eval case `{eval_case_id}` not found.")
     data.pop("evalCases", None)
@@ -178,15 +189,15 @@ async def _update_case(
     request: Request,
     case: Annotated[dict[str, object], Body()],
 ) -> None:
-    given = _case_id(case)
+    given = case_id(case)
     if given and given != eval_case_id:
         raise BadRequestError("Eval id in EvalCase should match the eval id in the API route.")
-    path = _set_path(request, app_name, eval_set_id)
-    data = _read_set(path)
+    path = set_path(request, app_name, eval_set_id)
+    data = read_set(path)
     if data is None:
         raise NotFoundError(f"Eval set `{eval_set_id}` not found.")
-    cases = _cases(data)
-    index = next((i for i, c in enumerate(cases) if _case_id(c) == eval_case_id), None)
+    cases = cases_of(data)
+    index = next((i for i, c in enumerate(cases) if case_id(c) == eval_case_id), None)
     if index is None:
         raise NotFoundError(f"Eval case `{eval_case_id}` not found.")
     case.pop("evalId", None)
@@ -213,38 +224,38 @@ for _case_path, _kind in (
     )
 
 
-def _history(request: Request, app_name: str) -> Path:
-    return _app_dir(request, app_name) / ".adk" / "eval_history"
+def history_dir(request: Request, app_name: str) -> Path:
+    return app_dir(request, app_name) / ".adk" / "eval_history"
 
 
 def _list_results(request: Request, app_name: str) -> list[str]:
-    folder = _history(request, app_name)
+    folder = history_dir(request, app_name)
     if not folder.is_dir():
         return []
-    return sorted(p.name.removesuffix(_RESULT_SUFFIX) for p in folder.glob("*" + _RESULT_SUFFIX))
+    return sorted(p.name.removesuffix(RESULT_SUFFIX) for p in folder.glob("*" + RESULT_SUFFIX))
 
 
 @router.get("/dev/apps/{app_name}/eval-results")
 async def list_eval_results(app_name: str, request: Request) -> Response:
-    return _json({"evalResultIds": _list_results(request, app_name)})
+    return json_response({"evalResultIds": _list_results(request, app_name)})
 
 
 @router.get("/dev/apps/{app_name}/eval_results")
 async def list_eval_results_legacy(app_name: str, request: Request) -> Response:
-    return _json(_list_results(request, app_name))
+    return json_response(_list_results(request, app_name))
 
 
 async def _get_result(app_name: str, eval_result_id: str, request: Request) -> Response:
     if not _SEGMENT.fullmatch(eval_result_id):
         raise NotFoundError(f"Eval set result `{eval_result_id}` not found.")
-    path = _history(request, app_name) / (eval_result_id + _RESULT_SUFFIX)
+    path = history_dir(request, app_name) / (eval_result_id + RESULT_SUFFIX)
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise NotFoundError(f"Eval set result `{eval_result_id}` not found.") from None
     if isinstance(data, str):  # ADK writes the result's JSON as a JSON string
         data = json.loads(data)
-    return _json(_camel(data))
+    return json_response(camel(data))
 
 
 for _result_path, _kind in (
