@@ -36,11 +36,22 @@ def masked(value: Any, key: str | None = None) -> Any:
     return f"<{key}>" if key in _CLOCKS else value
 
 
+def _can_score(python: str) -> bool:
+    # ADK's run and metrics routes need its `eval` extra (pandas, Vertex AI's SDK, rouge-score).
+    found = subprocess.run([python, "-c", "import pandas, vertexai, rouge_score"], check=False)
+    return found.returncode == 0
+
+
 @pytest.fixture
 def adk(tmp_path: Path) -> Iterator[tuple[httpx.Client, Path]]:
     python = adk_python()
     require(python, what="ADK", reason="google-adk not found (set RONDO_ADK_PYTHON)")
     assert python is not None
+    require(
+        _can_score(python),
+        what="ADK",
+        reason="google-adk's eval extra is missing (./dev test installs google-adk[eval])",
+    )
     agents = tmp_path / "adk"
     shutil.copytree(Path(__file__).parent / "adk_apps", agents)
     port = free_port()
@@ -74,6 +85,7 @@ def rondo(tmp_path: Path) -> Iterator[tuple[httpx.Client, Path]]:
 
     agents = tmp_path / "rondo"
     shutil.copytree(APPS / "chat", agents / "chat")
+    shutil.copy(APPS / "echo_model.py", agents / "echo_model.py")
     with (
         serve(create_app(agents, db="memory", loopback_only=True)) as url,
         httpx.Client(base_url=url, timeout=30) as client,
@@ -136,3 +148,140 @@ def test_24_eval_routes_answer_like_live_adk_web(
         theirs_file = json.loads((theirs_dir / "chat" / name).read_text())
         ours_file = json.loads((ours_dir / "chat" / name).read_text())
         assert masked(ours_file) == masked(theirs_file), name
+
+
+_MASKED = {
+    "creationTimestamp",
+    "creation_timestamp",
+    "invocationId",
+    "id",
+    "sessionId",
+    "evalSetResultId",
+    "evalSetResultName",
+    "lastUpdateTime",
+}
+# What ADK's actual invocations carry that rondo's do not: agent details, split timings.
+_ADK_ONLY = {"appDetails", "duration", "modelDuration", "toolDuration", "sessionDetails"}
+
+
+def comparable(value: Any, key: str | None = None) -> Any:
+    """Ids and clocks masked, ADK-only fields dropped, durations reduced to their presence."""
+    if isinstance(value, dict):
+        kept = {k: v for k, v in value.items() if k not in _ADK_ONLY}  # pyright: ignore[reportUnknownVariableType]
+        if kept.get("metricName") == "invocation_duration_v1":
+            return {"metricName": "invocation_duration_v1", "evalStatus": kept["evalStatus"]}
+        if kept.get("metricName") == "inference_call_count_v1":
+            kept.pop("score", None)  # ADK counts calls with usage or a model version
+        return {k: comparable(v, k) for k, v in kept.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list):
+        return [comparable(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return f"<{key}>" if key in _MASKED else value
+
+
+_METRICS = [
+    {"metricName": "tool_trajectory_avg_score", "threshold": 1.0},
+    {"metricName": "response_match_score", "threshold": 0.8},
+]
+
+
+def _turn(client: httpx.Client) -> str:
+    sid = client.post("/apps/chat/users/u/sessions", json={"state": {"k": 1}}).json()["id"]
+    message = {"role": "user", "parts": [{"text": "milk"}]}
+    body = {"appName": "chat", "userId": "u", "sessionId": sid, "newMessage": message}
+    assert client.post("/run", json=body).status_code == 200
+    return sid
+
+
+def test_24_add_session_run_and_metrics_answer_like_live_adk_web(
+    adk: tuple[httpx.Client, Path], rondo: tuple[httpx.Client, Path]
+) -> None:
+    (theirs_http, theirs_dir), (ours_http, ours_dir) = adk, rondo
+    sessions = {id(theirs_http): _turn(theirs_http), id(ours_http): _turn(ours_http)}
+
+    def scenario(client: httpx.Client) -> list[tuple[str, str, Any]]:
+        sid = sessions[id(client)]
+        return [
+            ("POST", f"{_E}/eval-sets", {"evalSet": {"eval_set_id": "s1", "eval_cases": []}}),
+            (
+                "POST",
+                f"{_E}/eval-sets/s1/add-session",
+                {"evalId": "a", "sessionId": sid, "userId": "u"},
+            ),
+            (
+                "POST",
+                f"{_E}/eval-sets/s1/add-session",
+                {"evalId": "a", "sessionId": sid, "userId": "u"},
+            ),
+            (
+                "POST",
+                f"{_E}/eval-sets/s1/add-session",
+                {"evalId": "b", "sessionId": "none", "userId": "u"},
+            ),
+            (
+                "POST",
+                f"{_E}/eval-sets/nope/add-session",
+                {"evalId": "b", "sessionId": sid, "userId": "u"},
+            ),
+            (
+                "POST",
+                f"{_E}/eval_sets/s1/add_session",
+                {"evalId": "c", "sessionId": sid, "userId": "u"},
+            ),
+            ("GET", f"{_E}/eval_sets/s1/evals", None),
+            ("POST", f"{_E}/eval-sets/s1/run", {"evalCaseIds": ["a"], "evalMetrics": _METRICS}),
+            (
+                "POST",
+                f"{_E}/eval_sets/s1/run_eval",
+                {"evalIds": ["c"], "evalMetrics": _METRICS[:1]},
+            ),
+            ("POST", f"{_E}/eval-sets/nope/run", {"evalMetrics": _METRICS}),
+            ("POST", f"{_E}/eval-sets/s1/run", {}),
+        ]
+
+    for (method, path, theirs_body), (_, _, ours_body) in zip(
+        scenario(theirs_http), scenario(ours_http), strict=True
+    ):
+        theirs = _send(theirs_http, method, path, theirs_body)
+        ours = _send(ours_http, method, path, ours_body)
+        step = f"{method} {path}"
+        assert ours.status_code == theirs.status_code, (step, theirs.text, ours.text)
+        if theirs.status_code < 400:
+            assert comparable(ours.json()) == comparable(theirs.json()), step
+    # The cases added from the sessions are stored alike.
+    theirs_file = json.loads((theirs_dir / "chat" / "s1.evalset.json").read_text())
+    ours_file = json.loads((ours_dir / "chat" / "s1.evalset.json").read_text())
+    assert comparable(camel_keys(ours_file)) == comparable(camel_keys(theirs_file))
+    # Both runs are listed and read back alike.
+    theirs_ids = theirs_http.get(f"{_E}/eval-results").json()["evalResultIds"]
+    ours_ids = ours_http.get(f"{_E}/eval-results").json()["evalResultIds"]
+    assert len(ours_ids) == len(theirs_ids) == 2
+    theirs_results = sorted(
+        (theirs_http.get(f"{_E}/eval-results/{i}").json() for i in theirs_ids),
+        key=lambda r: r["evalCaseResults"][0]["evalId"],
+    )
+    ours_results = sorted(
+        (ours_http.get(f"{_E}/eval-results/{i}").json() for i in ours_ids),
+        key=lambda r: r["evalCaseResults"][0]["evalId"],
+    )
+    assert comparable(ours_results) == comparable(theirs_results)
+    # metrics-info: every metric rondo lists, ADK lists with the same range and threshold rule.
+    theirs_info = {
+        m["metricName"]: m for m in theirs_http.get(f"{_E}/metrics-info").json()["metricsInfo"]
+    }
+    ours_info = ours_http.get(f"{_E}/metrics-info").json()["metricsInfo"]
+    assert len(ours_info) >= 10
+    for metric in ours_info:
+        reference = theirs_info[metric["metricName"]]
+        assert set(metric) == set(reference), metric["metricName"]
+        assert metric["metricValueInfo"] == reference["metricValueInfo"], metric["metricName"]
+        assert metric["requiresThreshold"] == reference["requiresThreshold"], metric["metricName"]
+
+
+def camel_keys(value: Any) -> Any:
+    from pydantic.alias_generators import to_camel
+
+    if isinstance(value, dict):
+        return {to_camel(k): camel_keys(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    if isinstance(value, list):
+        return [camel_keys(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return value

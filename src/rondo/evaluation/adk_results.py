@@ -212,7 +212,9 @@ def case_result_json(
         for name in EFFICIENCY_METRICS:
             efficiency[name].append(_efficiency(name, did))
             scored.append(efficiency[name][-1])
-        entry: dict[str, object] = {"actual_invocation": invocation_json(did)}
+        actual = invocation_json(did)
+        actual["creation_timestamp"] = did.created
+        entry: dict[str, object] = {"actual_invocation": actual}
         if index < len(expected):
             entry["expected_invocation"] = expected[index]
         entry["eval_metric_results"] = scored

@@ -52,6 +52,7 @@ class ActualInvocation:
     input_tokens: int | None = None
     output_tokens: int | None = None
     seconds: float | None = None
+    created: float = 0.0  # when the user's message was sent (epoch seconds)
 
 
 def _same(actual: Call, expected: Call | ExpectedCall, ignore_args: bool) -> bool:

@@ -92,14 +92,15 @@ async def _invoke(
     local_authors: frozenset[str],
 ) -> ActualInvocation:
     events: list[Event] = []
-    started = time.perf_counter()
+    created, started = time.time(), time.perf_counter()
     stream = runner.run_async(user_id=user_id, session_id=session_id, new_message=message)
     async with aclosing(stream) as records:
         async for event in records:
             events.append(event)
             if event.usage is not None and not event.partial:  # priced where it was made
                 record_usage(event.usage, local=event.author in local_authors)
-    return replace(_observe(events, text), seconds=round(time.perf_counter() - started, 3))
+    seconds = round(time.perf_counter() - started, 3)
+    return replace(_observe(events, text), seconds=seconds, created=created)
 
 
 def _local_authors(agent: BaseAgent) -> frozenset[str]:

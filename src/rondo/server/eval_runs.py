@@ -220,7 +220,11 @@ def _store(
         "eval_set_result_id": result_id,
         "eval_set_result_name": result_id,
         "eval_set_id": eval_set_id,
-        "eval_case_results": adk_results,
+        # ADK reads its stored results back without the deprecated per-metric pairs.
+        "eval_case_results": [
+            {k: v for k, v in _drop_none(r).items() if k != "eval_metric_results"}
+            for r in adk_results
+        ],
         "creation_timestamp": created,
     }
     (folder / (result_id + RESULT_SUFFIX)).write_text(json.dumps(stored, indent=2), "utf-8")
