@@ -11,6 +11,7 @@ import { Conversation } from "./conversation.js";
 import { askCredentials, Toasts } from "./dialogs.js";
 import { h, replace } from "./dom.js";
 import { adoptRecordedDurations } from "./durations.js";
+import { addEvalsTab, EvalView } from "./eval_view.js";
 import { Header } from "./header.js";
 import { Inspector } from "./inspector.js";
 import { childSessionIds } from "./nested_sessions.js";
@@ -80,6 +81,7 @@ class App {
     this.attachments = new Attachments(); // files in the composer (attachments.js)
     this.composer = new Composer({ onSend: (text, files) => this.send(text, files), onStop: () => this.stop(), extra: [this.mic.el], attachments: this.attachments });
     this.inspector = new Inspector({ loadArtifact: (name, version) => this.loadArtifact(name, version), saveState: (delta) => this.saveState(delta) });
+    addEvalsTab(this.inspector, new EvalView({ api: this.api, target: () => (this.app ? { app: this.app, user: this.user, session: this.sessionId } : null), onError: (text, title) => this.toasts.error(text, title) }));
     this.chatTitle = h("div", { class: "chat-title" });
     const chat = h("main", { class: "chat" }, this.chatTitle, this.chat.el, this.composer.el);
     this.attachments.listen(chat, this.composer.input); // a file dropped on the chat, or pasted
