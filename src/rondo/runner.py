@@ -480,6 +480,31 @@ class Runner:
             new_session_id=new_session_id,
         )
 
+    async def delete_session_async(self, *, user_id: str, session_id: str) -> None:
+        """Delete the session and its events (a missing one is not an error), and what the
+        app's models cached for it at their providers (Gemini's explicit cached contents,
+        issue 25); those a model cannot delete lapse by their TTL."""
+        await self.session_service.delete_session(
+            app_name=self.app_name, user_id=user_id, session_id=session_id
+        )
+        await self.release_session_caches(user_id=user_id, session_id=session_id)
+
+    async def release_session_caches(self, *, user_id: str, session_id: str) -> int:
+        """Delete the provider-side caches the app's models made for the session (the
+        server calls this after deleting a session itself); how many were deleted."""
+        from rondo.agents.llm import Agent
+        from rondo.models.base import SessionCacheHolder, session_cache_key
+
+        key = session_cache_key(self.app_name, user_id, session_id)
+        seen: set[int] = set()
+        deleted = 0
+        for agent in self.agent.walk():
+            model = agent.model if isinstance(agent, Agent) else None
+            if isinstance(model, SessionCacheHolder) and id(model) not in seen:
+                seen.add(id(model))
+                deleted += await model.release_session(key)
+        return deleted
+
     async def new_session_id(self, user_id: str) -> str:
         import uuid
 
