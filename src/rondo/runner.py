@@ -86,6 +86,7 @@ class _Summary:
         "cached_tokens",
         "cost_usd",
         "final",
+        "free_calls",
         "input_tokens",
         "last",
         "output_tokens",
@@ -108,6 +109,7 @@ class _Summary:
         self.cost_usd = 0.0
         self.priced_calls = 0
         self.unpriced_calls = 0
+        self.free_calls = 0
         # G6: the guardrail or budget that ended the run, if one did.
         self.stopped: RondoError | None = None
 
@@ -126,6 +128,7 @@ class _Summary:
             else:
                 self.priced_calls += 1
                 self.cost_usd += usage.cost_usd
+                self.free_calls += usage.free
         content = event.content
         if content is not None and content.role == "user" and event.author != "user":
             self.tool_calls += sum(1 for p in content.parts if p.function_response is not None)
@@ -163,6 +166,7 @@ class _Summary:
             # O6: unpriced (None) as soon as one call has no price; never a partial sum.
             cost_usd=self.cost_usd if self.priced_calls and not self.unpriced_calls else None,
             unpriced_calls=self.unpriced_calls,
+            free_calls=self.free_calls,
             duration_ms=(time.perf_counter() - self.started) * 1000.0,
         )
 
