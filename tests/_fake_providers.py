@@ -95,11 +95,13 @@ class FakeProviders:
 
     tool_rounds: int = 19
     result_pad: int = 0  # characters of padding in each tool call's arguments (a longer history)
+    answer: str = "Done."  # the text that ends each turn
     requests: list[Recorded] = field(default_factory=list[Recorded])
     caches: dict[str, _Cache] = field(default_factory=dict[str, _Cache])
     deleted: list[str] = field(default_factory=list[str])
     # Every cached content ever created, by name (deleted ones too), as its create body.
     created_bodies: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
+    created_tokens: dict[str, int] = field(default_factory=dict[str, int])
     _anthropic_cache: dict[str, int] = field(default_factory=dict[str, int])
     _openai_prompts: dict[str | None, list[str]] = field(
         default_factory=dict[str | None, list[str]]
@@ -184,7 +186,7 @@ class FakeProviders:
             ]
             stop = "tool_use"
         else:
-            content, stop = [{"type": "text", "text": "Done."}], "end_turn"
+            content, stop = [{"type": "text", "text": self.answer}], "end_turn"
         usage = self._anthropic_usage(body)
         usage["output_tokens"] = estimate(json.dumps(content))
         record.usage = usage
@@ -266,7 +268,7 @@ class FakeProviders:
                 "tool_calls",
             )
         else:
-            message, finish = {"role": "assistant", "content": "Done."}, "stop"
+            message, finish = {"role": "assistant", "content": self.answer}, "stop"
         prompt = _canon(body.get("tools", [])) + "".join(_canon(m) for m in messages)
         key = cast(str | None, body.get("prompt_cache_key"))
         seen = self._openai_prompts.setdefault(key, [])
@@ -329,6 +331,7 @@ class FakeProviders:
         cache = _Cache(name, str(body.get("model")), body, tokens, time.time() + ttl)
         self.caches[name] = cache
         self.created_bodies[name] = body
+        self.created_tokens[name] = tokens
         return JSONResponse(self._cache_json(cache))
 
     def _cache_json(self, cache: _Cache) -> dict[str, Any]:
@@ -370,7 +373,7 @@ class FakeProviders:
             call = {"name": "get_weather", "args": self._city(done), "id": f"fc-{next(self._ids)}"}
             parts: list[dict[str, Any]] = [{"functionCall": call}]
         else:
-            parts = [{"text": "Done."}]
+            parts = [{"text": self.answer}]
         sent = estimate(
             _canon({k: body.get(k) for k in ("contents", "systemInstruction", "tools")})
         )
