@@ -287,7 +287,9 @@ class BudgetExhausted(_Lifecycle):
 
 class RunMetrics(BaseModel):
     """What one run used. `cost_usd` is its price in US dollars (SPEC O6), None when any of
-    its model calls is unpriced (`unpriced_calls` says how many) — never a partial sum."""
+    its model calls is unpriced (`unpriced_calls` says how many) — never a partial sum.
+    `free_calls` counts the calls that ran on this machine (`local:` models, free by nature):
+    a run of only those costs 0 as "free (local)", not as a price."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -300,6 +302,7 @@ class RunMetrics(BaseModel):
     cache_write_tokens: int = 0
     cost_usd: float | None = None
     unpriced_calls: int = 0
+    free_calls: int = 0
     duration_ms: float = 0.0
 
 

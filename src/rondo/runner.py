@@ -86,6 +86,7 @@ class _Summary:
         "cached_tokens",
         "cost_usd",
         "final",
+        "free_calls",
         "input_tokens",
         "last",
         "output_tokens",
@@ -108,6 +109,7 @@ class _Summary:
         self.cost_usd = 0.0
         self.priced_calls = 0
         self.unpriced_calls = 0
+        self.free_calls = 0
         # G6: the guardrail or budget that ended the run, if one did.
         self.stopped: RondoError | None = None
 
@@ -126,6 +128,7 @@ class _Summary:
             else:
                 self.priced_calls += 1
                 self.cost_usd += usage.cost_usd
+                self.free_calls += usage.free
         content = event.content
         if content is not None and content.role == "user" and event.author != "user":
             self.tool_calls += sum(1 for p in content.parts if p.function_response is not None)
@@ -163,6 +166,7 @@ class _Summary:
             # O6: unpriced (None) as soon as one call has no price; never a partial sum.
             cost_usd=self.cost_usd if self.priced_calls and not self.unpriced_calls else None,
             unpriced_calls=self.unpriced_calls,
+            free_calls=self.free_calls,
             duration_ms=(time.perf_counter() - self.started) * 1000.0,
         )
 
@@ -479,6 +483,31 @@ class Runner:
             before_invocation_id=before_invocation_id,
             new_session_id=new_session_id,
         )
+
+    async def delete_session_async(self, *, user_id: str, session_id: str) -> None:
+        """Delete the session and its events (a missing one is not an error), and what the
+        app's models cached for it at their providers (Gemini's explicit cached contents,
+        issue 25); those a model cannot delete lapse by their TTL."""
+        await self.session_service.delete_session(
+            app_name=self.app_name, user_id=user_id, session_id=session_id
+        )
+        await self.release_session_caches(user_id=user_id, session_id=session_id)
+
+    async def release_session_caches(self, *, user_id: str, session_id: str) -> int:
+        """Delete the provider-side caches the app's models made for the session (the
+        server calls this after deleting a session itself); how many were deleted."""
+        from rondo.agents.llm import Agent
+        from rondo.models.base import SessionCacheHolder, session_cache_key
+
+        key = session_cache_key(self.app_name, user_id, session_id)
+        seen: set[int] = set()
+        deleted = 0
+        for agent in self.agent.walk():
+            model = agent.model if isinstance(agent, Agent) else None
+            if isinstance(model, SessionCacheHolder) and id(model) not in seen:
+                seen.add(id(model))
+                deleted += await model.release_session(key)
+        return deleted
 
     async def new_session_id(self, user_id: str) -> str:
         import uuid

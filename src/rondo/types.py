@@ -154,7 +154,8 @@ class Usage(_Data):
     `cache_write_tokens` those written to it (both are counted in `input_tokens` too).
     `cost_usd` is the call's price in US dollars from a maintained price source
     (`genai-prices`); None means *unpriced* (an unknown model, or no price source installed),
-    never free.
+    never free. `free` marks a call that ran on this machine (a `local:` model): its
+    `cost_usd` is 0 because nothing is charged, not because a price list says so.
     """
 
     input_tokens: int = 0
@@ -164,6 +165,7 @@ class Usage(_Data):
     cached_tokens: int = 0
     cache_write_tokens: int = 0
     cost_usd: float | None = None
+    free: bool = False
 
     def __add__(self, other: Usage) -> Usage:
         both_priced = self.cost_usd is not None and other.cost_usd is not None
@@ -176,6 +178,7 @@ class Usage(_Data):
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             # A sum with an unpriced part is unpriced: a partial figure would read as the cost.
             cost_usd=(self.cost_usd or 0.0) + (other.cost_usd or 0.0) if both_priced else None,
+            free=self.free and other.free,
         )
 
 

@@ -266,6 +266,7 @@ async def test_response_with_thinking_text_and_tool_use() -> None:
         "cached_tokens": 100,
         "cache_write_tokens": 5,
         "cost_usd": None,
+        "free": False,
     }
 
 

@@ -297,6 +297,7 @@ async def test_response_with_thought_function_call_and_usage() -> None:
         "cached_tokens": 10,
         "cache_write_tokens": 0,
         "cost_usd": None,
+        "free": False,
     }
 
 

@@ -256,6 +256,7 @@ async def test_text_response_with_usage_and_finish_reason() -> None:
         "cached_tokens": 4,
         "cache_write_tokens": 0,
         "cost_usd": None,
+        "free": False,
     }
 
 

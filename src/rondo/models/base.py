@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast, runtime_checkable
@@ -17,8 +18,10 @@ __all__ = [
     "ModelCapabilities",
     "ModelRequest",
     "ModelResponse",
+    "SessionCacheHolder",
     "Usage",
     "model_capabilities",
+    "session_cache_key",
 ]
 
 _config = ConfigDict(
@@ -162,6 +165,24 @@ def model_capabilities(model: Model) -> ModelCapabilities:
     if isinstance(caps, dict):
         return ModelCapabilities(**cast(dict[str, Any], caps))
     return DEFAULT_CAPABILITIES
+
+
+def session_cache_key(app_name: str, user_id: str, session_id: str) -> str:
+    """K3: a session's prompt-cache key — a digest, so no id reaches the provider, and one per
+    session, so requests of different users never share an entry. The loop sends it as
+    `GenerateConfig.prompt_cache_key` (the same digest, `flow.processors.basic`)."""
+    raw = "\x00".join((app_name, user_id, session_id)).encode()
+    return hashlib.sha256(raw).hexdigest()[:32]
+
+
+@runtime_checkable
+class SessionCacheHolder(Protocol):
+    """A model that keeps provider-side caches per session (Gemini's explicit cached
+    contents): deleting the session deletes them (`Runner.delete_session_async`)."""
+
+    async def release_session(self, cache_key: str) -> int:
+        """Delete what was cached for the session with `cache_key`; how many were deleted."""
+        ...
 
 
 ToolChoice = Literal["auto", "none", "required"]

@@ -179,6 +179,14 @@ class GeminiModel(SdkModel[genai.Client]):
         caches = cast(_AsyncCaches, self._client().aio.caches)
         return await self.context_cache.prepare(caches, self.name, contents, config, key)
 
+    async def release_session(self, cache_key: str) -> int:
+        """Delete the cached contents made for the session with `cache_key` (issue 25:
+        deleted with the session; a cache this process did not make lapses by its TTL)."""
+        if not self.context_cache.holds(cache_key):
+            return 0  # nothing to delete: no client is opened for it
+        caches = cast(_AsyncCaches, self._client().aio.caches)
+        return await self.context_cache.release(caches, cache_key)
+
     async def _complete(self, request: ModelRequest) -> AsyncGenerator[ModelResponse, None]:
         contents, config = await self._wire(request)
         response = await self._models().generate_content(
@@ -227,6 +235,7 @@ class _Prefix:
     """One session's stable prefix under one system instruction and tool set."""
 
     seen: list[str]  # digests of the last request's contents
+    key: str  # the session's prompt-cache key
     name: str | None = None  # the cached content, when there is one
     covered: int = 0  # how many leading contents it holds
     expires: float = 0.0
@@ -243,8 +252,9 @@ class ContextCache:
     (`cached_content`) and send only the uncached tail. It is replaced (the old one deleted)
     when the prefix changes (compaction, a rewind) or when the uncached tail has itself grown
     past `min_tokens`, and it lapses after `ttl` seconds. Smaller or one-off prefixes get
-    Gemini's implicit caching. A cache outliving its session lapses by TTL: deleting it with the
-    session would need a session-deletion hook the model layer does not have.
+    Gemini's implicit caching. Deleting the session deletes its caches (`release`, called by
+    `Runner.delete_session_async` and the server's DELETE session route); a cache this process
+    does not know of (made by another replica, or before a restart) lapses by its TTL.
     """
 
     def __init__(self, *, min_tokens: int, ttl: float) -> None:
@@ -265,7 +275,7 @@ class ContextCache:
         digests = content_digests(contents)
         state = self._prefixes.get(prefix)
         if state is None:
-            self._remember(prefix, _Prefix(seen=digests))
+            self._remember(prefix, _Prefix(seen=digests, key=key))
             return contents, config
         self._prefixes.move_to_end(prefix)
         now = time.monotonic()
@@ -296,6 +306,20 @@ class ContextCache:
             return contents, config
         return contents[shared:], cached_request_config(config, name)
 
+    def holds(self, key: str) -> bool:
+        """Whether a live cache was made for the session with `key`."""
+        return any(s.key == key and s.name is not None for s in self._prefixes.values())
+
+    async def release(self, caches: _AsyncCaches, key: str) -> int:
+        """Forget the session with `key` and delete its caches; how many were deleted."""
+        mine = [(p, s) for p, s in self._prefixes.items() if s.key == key]
+        deleted = 0
+        for prefix, state in mine:
+            del self._prefixes[prefix]
+            if state.name is not None and time.monotonic() < state.expires:
+                deleted += await self._delete(caches, state.name)
+        return deleted
+
     def _remember(self, prefix: str, state: _Prefix) -> None:
         # Bounded: a forgotten prefix's cache lapses by its TTL.
         self._prefixes[prefix] = state
@@ -325,13 +349,15 @@ class ContextCache:
             return None
         return created.name
 
-    async def _delete(self, caches: _AsyncCaches, name: str) -> None:
+    async def _delete(self, caches: _AsyncCaches, name: str) -> int:
         try:
             await caches.delete(name=name)
         except Exception as exc:
             if not (isinstance(exc, errors.APIError) or is_transport_error(exc)):
                 raise
             logger.info("gemini context cache %s not deleted (%s): it lapses by TTL", name, exc)
+            return 0
+        return 1
 
 
 _NO_CONFIG = types.GenerateContentConfig()

@@ -71,10 +71,13 @@ def price_usage(provider: str | None, model: str, usage: Usage) -> float | None:
 
 def priced(model: Model, usage: Usage | None) -> Usage | None:
     """`usage` with its price, from the model's provider and name (unchanged when it has
-    one already, or when there is no usage)."""
+    one already, or when there is no usage); a local model's is 0 and marked `free`."""
     if usage is None or usage.cost_usd is not None:
         return usage
-    cost = price_usage(getattr(model, "provider", None), model.name, usage)
+    provider = getattr(model, "provider", None)
+    if provider in FREE_PROVIDERS:
+        return usage.model_copy(update={"cost_usd": 0.0, "free": True})
+    cost = price_usage(provider, model.name, usage)
     if cost is None:
         return usage
     return usage.model_copy(update={"cost_usd": cost})

@@ -243,6 +243,11 @@ async def delete_session(app_name: str, user_id: str, session_id: str, request: 
     state = owner(request, user_id)
     state.apps.check(app_name)
     await state.sessions.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
+    # Issue 25: with it, what the app's models cached for it at their providers (an app that
+    # never ran here cached nothing here; another replica's caches lapse by their TTL).
+    runner = state.apps.loaded(app_name)
+    if runner is not None:
+        await runner.release_session_caches(user_id=user_id, session_id=session_id)
 
 
 # -- artifacts ----------------------------------------------------------------------------

@@ -109,6 +109,10 @@ class AppRegistry:
                 self._runners[name] = found
         return found
 
+    def loaded(self, name: str) -> Runner | None:
+        """The app's runner if it is loaded (None: its agent never ran in this process)."""
+        return self._runners.get(name)
+
     async def root_agent(self, name: str) -> BaseAgent:
         return (await self.runner(name)).agent
 

@@ -4,6 +4,7 @@
 import { fileRow } from "./attachments.js";
 import { formatDuration, h, icon, replace } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
+import { costBits } from "./run_cost.js";
 import { ToolCard } from "./tool_card.js";
 
 class MessageView {
@@ -91,11 +92,12 @@ class RunFooter {
     const bits = [];
     if (m.model_calls !== undefined) bits.push(`${m.model_calls} model call${m.model_calls === 1 ? "" : "s"}`);
     if (m.tool_calls) bits.push(`${m.tool_calls} tool call${m.tool_calls === 1 ? "" : "s"}`);
-    if (m.total_tokens) bits.push(`${m.total_tokens} tokens`);
+    bits.push(...costBits(m, h)); // tokens (cached too) and dollars: run_cost.js
     if (m.duration_ms !== undefined) bits.push(formatDuration(m.duration_ms));
     if (item.pending) bits.push(`paused: waiting for ${item.pending === 1 ? "your decision" : `${item.pending} decisions`}`);
     this.el.className = `run-footer${item.abnormal ? " is-abnormal" : ""}`;
-    replace(this.el, item.abnormal ? "The run ended on a partial response · " : "", bits.join(" · "));
+    const joined = bits.flatMap((bit, i) => (i ? [" · ", bit] : [bit]));
+    replace(this.el, item.abnormal ? "The run ended on a partial response · " : "", joined);
   }
 }
 

@@ -1,0 +1,5 @@
+"""The cost footer test app `local` (see ../_costed.py)."""
+
+from _costed import agent
+
+root_agent = agent("local", "smollm2")
