@@ -87,3 +87,20 @@ def test_25_3_a_local_model_is_free_local(page: Any, cost_web: WebServer) -> Non
     expect(cost).to_have_attribute("data-cost", "free")
     expect(cost).to_have_text("free (local)")
     expect(footer).not_to_contain_text("$")
+
+
+def test_25_3_the_price_survives_a_reload(page: Any, cost_web: WebServer) -> None:
+    # A reload rebuilds the run from its stored records; the price comes from the usage route.
+    for app, kind, text in (
+        ("priced", "priced", _sonnet_dollars()),
+        ("mystery", "unpriced", "unpriced"),
+        ("local", "free", "free (local)"),
+    ):
+        _footer_after_a_run(page, cost_web, app)
+        page.reload()
+        footer = page.locator(".chat-list .run-footer")
+        expect(footer).to_have_count(1)
+        expect(footer.locator(".run-tokens")).to_contain_text("tokens")
+        cost = footer.locator(".run-cost")
+        expect(cost).to_have_attribute("data-cost", kind)
+        expect(cost).to_have_text(text)

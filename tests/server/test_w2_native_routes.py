@@ -186,6 +186,7 @@ def test_w2_openapi_documents_every_route(client: httpx.Client) -> None:
         ("POST", "/run_lifecycle"),
         ("GET", session + "/pending"),
         ("POST", session + "/pending/{call_id}"),
+        ("GET", session + "/usage"),
     }
     assert expected <= routes
     for path, ops in schema["paths"].items():

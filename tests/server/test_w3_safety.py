@@ -122,6 +122,7 @@ def test_w3_cross_user_access_is_refused(launch: Launch) -> None:
             ("GET", f"{bob}/artifacts/f.txt/versions/0", None),
             ("DELETE", f"{bob}/artifacts/f.txt", None),
             ("GET", f"{bob}/pending", None),
+            ("GET", f"{bob}/usage", None),
             ("POST", f"{bob}/pending/some-call", {"decision": "approve"}),
             ("POST", "/run", _run("chat", "bob", bob_session)),
             ("POST", "/run_sse", _run("chat", "bob", bob_session)),
@@ -134,6 +135,7 @@ def test_w3_cross_user_access_is_refused(launch: Launch) -> None:
         # Alice's own paths never reach Bob's session, even with its id.
         mine = f"/apps/chat/users/alice/sessions/{bob_session}"
         assert http.get(mine, headers=ALICE).status_code == 404
+        assert http.get(f"{mine}/usage", headers=ALICE).status_code == 404
         assert http.get(f"{mine}/artifacts/f.txt", headers=ALICE).status_code == 404
         assert http.get("/apps/chat/users/alice/sessions", headers=ALICE).json() == []
         # Bob's data is as he left it.

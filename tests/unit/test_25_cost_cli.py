@@ -46,6 +46,13 @@ def test_25_cost_label_zero_priced_is_shown_as_dollars() -> None:
     )
 
 
+def test_25_cost_label_local_runs_say_free_not_zero_dollars() -> None:
+    local = RunMetrics(model_calls=2, cost_usd=0.0, free_calls=2)
+    assert cost_label(local) == "free (local)"
+    mixed = RunMetrics(model_calls=2, cost_usd=0.0012, free_calls=1)
+    assert cost_label(mixed) == "$0.0012"
+
+
 def test_25_server_startup_loads_the_price_table_not_the_first_request(tmp_path: Path) -> None:
     import sys
 

@@ -42,10 +42,13 @@ def _call(name: str, args: dict[str, object]) -> str:
 
 def cost_label(metrics: RunMetrics) -> str:
     """A run's price for people: dollars, or "unpriced" when any model call has no price
-    (issue 25, SPEC O6) — never "$0", which would read as free."""
+    (issue 25, SPEC O6) — never "$0", which would read as free; "free (local)" when every call
+    ran on this machine."""
     if metrics.cost_usd is None:
         n = metrics.unpriced_calls
         return f"unpriced ({n} call{'s' * (n != 1)})" if n else "unpriced"
+    if metrics.model_calls and metrics.free_calls == metrics.model_calls:
+        return "free (local)"
     return f"${metrics.cost_usd:.4f}"
 
 

@@ -25,7 +25,14 @@ from rondo.server.streams import dumps
 from rondo.server.wire import RunOptions, WireFunctionCall, part_json
 from rondo.types import Content, Part
 
-__all__ = ["LifecycleRunRequest", "PendingDecision", "WirePendingCall", "pending_json", "router"]
+__all__ = [
+    "LifecycleRunRequest",
+    "PendingDecision",
+    "WireInvocationUsage",
+    "WirePendingCall",
+    "pending_json",
+    "router",
+]
 
 router = APIRouter(tags=["rondo"], route_class=SafeRoute)
 
@@ -143,6 +150,62 @@ async def list_pending(app_name: str, user_id: str, session_id: str, request: Re
     state = owner(request, user_id)
     pending = await _pending(state, app_name, user_id, session_id)
     return Response(dumps([pending_json(p) for p in pending]), media_type="application/json")
+
+
+class WireInvocationUsage(BaseModel):
+    """What one invocation's model calls used and cost, as its `RunEnd` reported it (SPEC O6):
+    `costUsd` is None when any call was unpriced, never a partial sum."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    invocation_id: str
+    # Model calls that reported usage (a call without usage has no tokens to price).
+    reported_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None
+    unpriced_calls: int = 0
+    free_calls: int = 0
+
+
+@router.get(_SESSION + "/usage", response_model=list[WireInvocationUsage])
+async def session_usage(app_name: str, user_id: str, session_id: str, request: Request) -> Response:
+    """Tokens and price per invocation, from the stored records: the ADK event shape has no
+    place for a price, so a page rebuilt from records reads its runs' cost here."""
+    state = owner(request, user_id)
+    state.apps.check(app_name)
+    session = await state.sessions.get_session(
+        app_name=app_name, user_id=user_id, session_id=session_id
+    )
+    if session is None:
+        raise NotFoundError("Session not found")
+    sums: dict[str, WireInvocationUsage] = {}
+    for event in session.events:
+        usage = event.usage
+        if usage is None or event.partial:
+            continue
+        row = sums.get(event.invocation_id)
+        if row is None:
+            row = sums[event.invocation_id] = WireInvocationUsage(
+                invocation_id=event.invocation_id, cost_usd=0.0
+            )
+        row.reported_calls += 1
+        row.input_tokens += usage.input_tokens
+        row.output_tokens += usage.output_tokens
+        row.cached_tokens += usage.cached_tokens
+        row.cache_write_tokens += usage.cache_write_tokens
+        if usage.cost_usd is None:
+            row.unpriced_calls += 1
+        else:
+            row.cost_usd = (row.cost_usd or 0.0) + usage.cost_usd
+            row.free_calls += usage.free
+    for row in sums.values():
+        if row.unpriced_calls:
+            row.cost_usd = None
+    body = [row.model_dump(mode="json", by_alias=True) for row in sums.values()]
+    return Response(dumps(body), media_type="application/json")
 
 
 def answer(call: PendingCall, decision: PendingDecision) -> Part:

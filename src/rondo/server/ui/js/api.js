@@ -100,6 +100,11 @@ export class Api {
   pending(app, user, id) {
     return this.json("GET", `${this.sessionPath(app, user, id)}/pending`);
   }
+
+  /** Tokens and price per invocation, from the stored records (the ADK events carry no price). */
+  usage(app, user, id) {
+    return this.json("GET", `${this.sessionPath(app, user, id)}/usage`);
+  }
   listArtifacts(app, user, id) {
     return this.json("GET", `${this.sessionPath(app, user, id)}/artifacts`);
   }

@@ -145,9 +145,9 @@ export class Conversation {
    * Rebuild from `GET .../sessions/{id}` events and the session's pending calls: the records
    * become the lifecycle events a live run streams, applied by the same handlers.
    */
-  static fromRecords(events, pending = []) {
+  static fromRecords(events, pending = [], usage = []) {
     const conversation = new Conversation();
-    for (const ev of lifecycleFromRecords(events, pending)) conversation.apply(ev);
+    for (const ev of lifecycleFromRecords(events, pending, usage)) conversation.apply(ev);
     conversation.running = false;
     for (const item of conversation.items) {
       if (item.kind === "tool" && item.status === "running") item.status = "unanswered";

@@ -195,7 +195,7 @@ class App {
     }
     this.composer.setRunning(false);
     try {
-      const [session, pending] = await Promise.all([this.api.getSession(this.app, this.user, id), this.loadPending(id)]);
+      const [session, pending, usage] = await Promise.all([this.api.getSession(this.app, this.user, id), this.loadPending(id), this.loadUsage(id)]);
       if (this.key(id) !== this.key()) return; // the user moved on meanwhile
       const where = { key, app: this.app, user: this.user, session: id };
       const resume = await this.runs.resumable(where);
@@ -204,7 +204,7 @@ class App {
       // A run still going (a reload mid-answer): the records before it, what this page had
       // read of it, then the rest from the server.
       const shown = rejoined ? session.events.filter((e) => e.runId !== resume.runId || e.author === "user") : session.events;
-      this.conversation = Conversation.fromRecords(shown, pending);
+      this.conversation = Conversation.fromRecords(shown, pending, usage);
       if (rejoined) {
         for (const ev of resume.seen) this.conversation.apply(ev);
         this.stream(this.conversation, id, rejoined.open);
@@ -215,7 +215,7 @@ class App {
         this.setChatTitle(titles.get(key));
       }
       this.chat.show(this.conversation, [h("h2", {}, "An empty session"), h("p", {}, "Type a message below and press Enter.")]);
-      this.inspector.showSession(session, `rondo.timeline:${key}`, rejoined ? null : timelineOf(session, pending));
+      this.inspector.showSession(session, `rondo.timeline:${key}`, rejoined ? null : timelineOf(session, pending, usage));
       this.refreshArtifacts();
       this.refreshTrace();
       this.composer.focus();
@@ -233,6 +233,15 @@ class App {
       return (await this.api.pending(this.app, this.user, id)) || [];
     } catch (error) {
       this.toasts.error(error.message, "Could not list the pending calls");
+      return [];
+    }
+  }
+
+  /** Each run's price for the footers; without it a rebuilt run shows its tokens only. */
+  async loadUsage(id) {
+    try {
+      return (await this.api.usage(this.app, this.user, id)) || [];
+    } catch {
       return [];
     }
   }
@@ -513,8 +522,8 @@ class App {
 }
 
 /** A session's timeline: the lifecycle events rebuilt from its stored records. */
-function timelineOf(session, pending) {
-  return lifecycleFromRecords(session.events, pending).filter((ev) => ev.type !== "user_message");
+function timelineOf(session, pending, usage) {
+  return lifecycleFromRecords(session.events, pending, usage).filter((ev) => ev.type !== "user_message");
 }
 
 function noApps() {

@@ -47,9 +47,11 @@ function toolError(result) {
 /**
  * Lifecycle events rebuilt from `records`; `pending` is the session's pending calls (the
  * pending route's JSON). User messages come as `{type: "user_message", text, files}`, which only the
- * conversation uses (a live run never streams the message it was sent).
+ * conversation uses (a live run never streams the message it was sent). `usage` is the usage
+ * route's JSON: each invocation's cached tokens and price, which the records do not carry.
  */
-export function lifecycleFromRecords(records, pending = []) {
+export function lifecycleFromRecords(records, pending = [], usage = []) {
+  const priced = new Map(usage.map((u) => [u.invocationId, u]));
   const stillPending = new Set(pending.map((p) => p.callId ?? p.call_id));
   const calls = new Map(); // call id -> {name, args, at}
   const guarded = new Map(); // confirmation id -> the guarded call
@@ -88,11 +90,22 @@ export function lifecycleFromRecords(records, pending = []) {
     // A failed run's stream ends on its error: no pending calls, no run footer.
     if (failed && isFailure(last)) continue;
     metrics.duration_ms = Math.max(0, (seconds(last.timestamp) - seconds(first.timestamp)) * 1000);
+    addPrice(metrics, priced.get(inv.id));
     if (waiting.length) out.push({ type: "hitl_pending", ...base, timestamp: seconds(last.timestamp), pending: waiting });
     const left = waiting.filter((p) => stillPending.has(p.call_id));
     out.push({ type: "run_end", ...base, timestamp: seconds(last.timestamp), metrics, pending: left, is_abnormal: false, rebuilt: true });
   }
   return out;
+}
+
+/** The usage route's figures for one invocation, in `run_end` metrics' names. */
+function addPrice(metrics, usage) {
+  if (!usage) return;
+  metrics.cached_tokens = usage.cachedTokens || 0;
+  metrics.cache_write_tokens = usage.cacheWriteTokens || 0;
+  metrics.cost_usd = usage.costUsd ?? null;
+  metrics.unpriced_calls = usage.unpricedCalls || 0;
+  metrics.free_calls = usage.freeCalls || 0;
 }
 
 /** Whether `record` is the one a failed run ended on (the runner marks it `rondo:failure`). */

@@ -1,8 +1,8 @@
 // A run's tokens and price in its footer (issue 25, SPEC O6), from the `metrics` of its
 // `run_end` lifecycle event. A price is shown only as the server gave it: "unpriced" when any
 // model call has none (never "$0"), "free (local)" when every call ran on this machine. A run
-// rebuilt from stored records (after a reload) carries token counts but no price, so it shows
-// tokens only.
+// rebuilt from stored records (after a reload) gets its price from the session's usage route;
+// without that (an older server) it shows tokens only.
 
 const NUMBER = new Intl.NumberFormat("en-US");
 
@@ -28,7 +28,7 @@ export function formatUsd(value) {
  * there is nothing to say (no model call reported usage, or the price was not recorded).
  */
 export function costOf(metrics) {
-  if (!metrics || !("cost_usd" in metrics)) return null; // rebuilt from records: no price kept
+  if (!metrics || !("cost_usd" in metrics)) return null; // rebuilt without the usage route
   const calls = metrics.model_calls || 0;
   const free = metrics.free_calls || 0;
   const unpriced = metrics.unpriced_calls || 0;
