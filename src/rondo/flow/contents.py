@@ -744,7 +744,12 @@ def build_tail_contents(
     stop = start + len(events)
     key = ("tail_contents", agent_name, branch, isolation_scope, start)
     tail: _Tail | None = log.derived.get(key)
-    if tail is not None and tail.view is not None and tail.view.upto <= stop:
+    # A handle that sees fewer records than the cached tail's view (an older handle, a
+    # rewind) gets contents of its own, leaving the cache to the others, as the full view does.
+    keep = tail is None or tail.view is None or tail.view.upto <= stop
+    if not keep:
+        tail = None
+    elif tail is not None and tail.view is not None:
         view = tail.view
         if type(log) is LazyEventLog and view.upto < stop:
             log.decode(view.upto, stop)
@@ -771,11 +776,13 @@ def build_tail_contents(
         view.advance(log, stop)
         contents = view.contents(invocation_id=invocation_id)
         if covers(contents) and (front is None or not front(contents[0])):
-            log.derived[key] = _Tail(view, head, calls)
+            if keep:
+                log.derived[key] = _Tail(view, head, calls)
             return contents
-    # The whole history, from now on for this log (its records are decoded by now, and the
-    # full view is incremental): a window that never fits a tail does not retry every step.
-    log.derived[key] = _Tail(None, start, set())
+    if keep:
+        # The whole history, from now on for this log (its records are decoded by now, and
+        # the full view is incremental): a window that never fits a tail does not retry.
+        log.derived[key] = _Tail(None, start, set())
     return build_contents(
         events,
         agent_name=agent_name,
