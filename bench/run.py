@@ -452,8 +452,10 @@ METHODOLOGY = """\
   setting every run limit (none reached), with one guardrail of each kind (input, output,
   tool input, tool output; each returns a prebuilt passing verdict), and with both; the rows
   give each one's extra cProfile calls (all) over the same loop with nothing configured,
-  measured in the same process. With nothing configured the guard code is not called at all
-  (`tests/conformance/test_g6_guardrails_budgets.py::test_24_7_...` checks it by profile).
+  measured in the same process. The extra calls include the guardrail functions' own (one
+  call per check: the user's code, which any guardrail costs). With nothing configured the
+  guard code is not called at all (`tests/conformance/test_g6_guardrails_budgets.py::test_24_7_...`
+  checks it by profile).
 - **Step after K events**: the framework's own session store is filled with K alternating
   user / model text events (pydantic-ai: K messages passed as `message_history`), then one
   invocation with one new user message and one model call that answers text is timed. The

@@ -134,6 +134,15 @@ class RondoSubject(Subject):
             context_strategies=[Summarizing(token_threshold=100_000, retention_events=20)],
         )
         self._compacted = Runner(agent=summarizing, app_name=APP, session_service=self.service)
+        # The same agent with a sliding window alone (issue 25.4: a window reads the tail).
+        from rondo.flow.context_strategies import SlidingWindow
+
+        windowed = Agent(
+            name="bench_agent",
+            model=FakeModel(False, "Noted."),
+            context_strategies=[SlidingWindow(max_turns=10)],
+        )
+        self._windowed = Runner(agent=windowed, app_name=APP, session_service=self.service)
 
     async def create(self, sid: str) -> Any:
         return await self.service.create_session(app_name=APP, user_id=USER, session_id=sid)
@@ -152,6 +161,9 @@ class RondoSubject(Subject):
 
     async def step_compacted(self, sid: str) -> str:
         return await self._run(self._compacted, sid, "One more thing.")
+
+    async def step_windowed(self, sid: str) -> str:
+        return await self._run(self._windowed, sid, "One more thing.")
 
     async def summarize(self, sid: str, retained: int = 20) -> None:
         """Store the summary compaction would write: everything but the newest `retained`
@@ -452,9 +464,10 @@ async def fill(subject: Subject, sid: str, size: int) -> None:
 async def replicas(subject: RondoSubject, sizes: list[int], reps: int) -> dict[str, Any]:
     """One step on a long session per instance kind: an instance that served the session
     before, right after another instance appended to it (`warm`), and a new instance that
-    never saw it (`fresh`, its first request) — once as the session is, once after a summary
-    was stored, with compaction on (issue 25.4: only the summary and what follows it are
-    decoded). `decoded` counts the records the fresh instance decoded (deterministic)."""
+    never saw it (`fresh`, its first request) — as the session is, with a sliding window of
+    10 turns alone, and after a summary was stored, with compaction on (issue 25.4: only the
+    newest records the window needs, or the summary and what follows it, are decoded).
+    `decoded` counts the records the fresh instance decoded (deterministic)."""
     out: dict[str, Any] = {}
     other = subject.replica()
     try:
@@ -467,21 +480,25 @@ async def replicas(subject: RondoSubject, sizes: list[int], reps: int) -> dict[s
                 await other.step(sid)  # another instance appends a turn (2 events)
                 warm.append((await _cpu(lambda sid=sid: subject.step(sid)))[0])
             out[f"warm_{size}_cpu_ms"] = _median_ms(warm)
-            for kind in ("plain", "compacted"):
+            for kind in ("plain", "windowed", "compacted"):
                 if kind == "compacted":
                     await subject.summarize(sid)
                 fresh, decoded = [], []
                 for _ in range(max(3, reps // 10)):
                     new = subject.replica()
                     await new.service.list_sessions(app_name=APP, limit=1)  # connect, schema
-                    step = new.step if kind == "plain" else new.step_compacted
+                    step = {
+                        "plain": new.step,
+                        "windowed": new.step_windowed,
+                        "compacted": new.step_compacted,
+                    }[kind]
                     gc.collect()
                     before = new.decoded()
                     fresh.append((await _cpu(lambda step=step, sid=sid: step(sid)))[0])
                     decoded.append(new.decoded() - before)
                     await new.close()
                     del new, step
-                suffix = "" if kind == "plain" else "_compacted"
+                suffix = "" if kind == "plain" else f"_{kind}"
                 out[f"fresh_{size}{suffix}_cpu_ms"] = _median_ms(fresh)
                 out[f"fresh_{size}{suffix}_decoded"] = max(decoded)
     finally:
@@ -613,12 +630,18 @@ def _pg_schema(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     return schema, {"connect_args": {"server_settings": {"search_path": schema}}}
 
 
+def _rondo_python() -> str:
+    """The project's venv, or (a worktree without one) the interpreter running this script."""
+    venv = ROOT / ".venv" / "bin" / "python"
+    return str(venv) if venv.exists() else sys.executable
+
+
 def orchestrate_long(args: argparse.Namespace) -> None:
     """Long sessions on two instances (warm / fresh) and PostgreSQL throughput: rondo only."""
     quick = args.quick
     sizes = [100, 1000, 5000] if quick else [100, 5000, 20000]
     settings = {"reps": 10 if quick else 20, "replicas": sizes}
-    rondo = str(ROOT / ".venv" / "bin" / "python")
+    rondo = _rondo_python()
     tmp = Path(tempfile.mkdtemp(prefix="rondo-bench-"))
     results: dict[str, dict[str, Any]] = {}
     try:
@@ -663,6 +686,13 @@ def orchestrate_long(args: argparse.Namespace) -> None:
         )
         rows.append((f"step on {size} events, fresh instance, CPU ms", f"fresh_{size}_cpu_ms"))
         rows.append(("  records it decoded", f"fresh_{size}_decoded"))
+        rows.append(
+            (
+                f"step on {size} events, a 10-turn window alone, fresh instance, CPU ms",
+                f"fresh_{size}_windowed_cpu_ms",
+            )
+        )
+        rows.append(("  records it decoded", f"fresh_{size}_windowed_decoded"))
         rows.append(
             (
                 f"step on {size} events + a summary, compaction on, fresh instance, CPU ms",

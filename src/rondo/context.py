@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from rondo.memory.base import BaseMemoryService, SearchMemoryResponse
     from rondo.outcome import ResumePoint
     from rondo.telemetry import AgentTrace
-    from rondo.types import Usage
 
 __all__ = [
     "Actions",
@@ -94,11 +93,18 @@ class AgentNode(Protocol):
 
 
 class Budgets(Protocol):
-    """A run's budgets as the loop checks them (`rondo.flow.guards.RunGuard`, SPEC G6)."""
+    """A run's budgets as the loop checks them (`rondo.flow.guards.RunGuard`, SPEC G6): the
+    loop counts and compares in line (issue 24.7), calling in only to decide or to stop."""
 
     model_calls: int
+    reported: int
+    tokens: int
+    cost: float | None
+    call_limit: float
+    token_limit: float
+    deadline: float
+    exact: bool
 
-    def add_usage(self, usage: Usage) -> None: ...
     def before_model(self) -> BudgetExceeded | None: ...
     def admit(
         self, calls: Sequence[FunctionCall]

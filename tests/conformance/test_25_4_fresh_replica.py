@@ -9,6 +9,7 @@ contents view builds (on every store, the in-memory one included).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,8 +18,8 @@ import rondo.flow.contents as contents_module
 from rondo import Agent, Content, Event, EventActions, RunConfig, Runner
 from rondo.events import EventCompaction
 from rondo.flow.compaction import SUMMARY_PREFIX, CompactionConfig
-from rondo.flow.context_strategies import Summarizing
-from rondo.sessions.base import BaseSessionService
+from rondo.flow.context_strategies import SlidingWindow, Summarizing
+from rondo.sessions.base import BaseSessionService, EventLog, EventsView
 from rondo.sessions.sql import decoded_records
 from rondo.testing import ScriptedModel
 from tests._stores import Backend, backend, postgres_url
@@ -151,3 +152,50 @@ async def test_25_4_a_summary_made_on_a_fresh_replica_reads_only_the_tail(
     assert f"[user] m{STORED - RETAINED}" in transcript
     texts = [p.text for c in model.requests[0].contents for p in c.parts]
     assert texts == [f"{SUMMARY_PREFIX}NEW SUMMARY", "one more"]
+
+
+@pytest.mark.parametrize("window", ["turns", "tokens"])
+async def test_25_4_a_window_alone_decodes_only_the_newest_records(
+    backend: Backend, window: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `SlidingWindow` alone (no compaction, no summary stored): the first request on a
+    replica that never saw the session decodes the newest records the window needs, read in
+    one go (64 here), and the session's first record — not the whole history; the model sees
+    exactly what the window keeps of the whole history; the session API still gives it all."""
+    session = await backend.make().create_session(app_name=APP, user_id=USER, session_id=SID)
+    filler = backend.make()
+    for event in _texts(0, STORED):
+        await filler.append_event(session, event)
+    model = ScriptedModel(["the answer"])
+    # Three turns: by count, or by tokens (each turn here is two short texts, ~3 tokens).
+    strategy = SlidingWindow(3) if window == "turns" else SlidingWindow(max_tokens=9)
+    agent = Agent(name=AGENT, model=model, context_strategies=[strategy])
+    replica = backend.make()
+    runner = Runner(agent=agent, app_name=APP, session_service=replica)
+    items = _Counted(monkeypatch)
+    decoded = decoded_records()
+    async for _ in runner.run_async(user_id=USER, session_id=SID, new_message="one more"):
+        pass
+    read = decoded_records() - decoded
+    print("DECODED", backend.name, window, read)
+    if backend.durable:
+        assert 0 < read <= 64 + 1 + 2, read
+    else:
+        assert read == 0
+    assert items.built == 0  # text records: the view holds their contents as they are
+    # Exactly what the window keeps of the whole history (the turns-window: the newest three).
+    history = [
+        Content.user(f"m{i}") if i % 2 == 0 else Content.model(f"m{i}") for i in range(STORED)
+    ]
+    ctx: Any = SimpleNamespace(session=SimpleNamespace(events=EventsView(EventLog([]))))
+    kept = strategy.view([*history, Content.user("one more")], ctx)
+    assert model.requests[0].contents == kept
+    if window == "turns":
+        assert [c.text for c in kept] == ["m196", "m197", "m198", "m199", "one more"]
+    assert len(kept) < 20
+    # The whole history is still there for whoever reads the session, on this replica too.
+    whole = await replica.get_session(app_name=APP, user_id=USER, session_id=SID)
+    assert whole is not None
+    assert [e.text for e in whole.events][:3] == ["m0", "m1", "m2"]
+    assert [e.text for e in whole.events][-2:] == ["one more", "the answer"]
+    assert len(whole.events) == STORED + 2

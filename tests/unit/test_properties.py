@@ -15,9 +15,15 @@ import pytest
 from rondo import Content, Event, EventActions, FunctionCall, FunctionResponse, Part
 from rondo.errors import ContentsError
 from rondo.events import EventCompaction, PendingCall, ToolConfirmation
-from rondo.flow.compaction import ContextEstimate, estimate_context
+from rondo.flow.compaction import SUMMARY_PREFIX, ContextEstimate, estimate_context
 from rondo.flow.compaction import _visible as visible_since_summary  # pyright: ignore[reportPrivateUsage]
-from rondo.flow.contents import INTERRUPTED_CALL_ERROR, ContentsView, build_contents
+from rondo.flow.contents import (
+    INTERRUPTED_CALL_ERROR,
+    ContentsView,
+    build_contents,
+    build_tail_contents,
+)
+from rondo.flow.context_strategies import SlidingWindow
 from rondo.lifecycle import (
     ActionEnd,
     ActionStart,
@@ -315,6 +321,96 @@ def test_25_4_reading_from_the_newest_summary_equals_reading_everything(
     session = SimpleNamespace(events=EventsView(EventLog(events)))
     ctx: Any = SimpleNamespace(session=session, branch=branch, isolation_scope=scope)
     assert visible_since_summary(ctx) == (newer, summaries[-1] if summaries else None)
+
+
+# Turn starts are sparse in `histories()`: a window cutting inside a tail needs a few, so this
+# property gets more examples than the others (a mutation of either guard of the tail read —
+# its pairing check, its summary-in-front check — is found within ~600).
+WINDOW_PROPERTIES = settings(
+    max_examples=max(800, int(os.environ.get("RONDO_HYPOTHESIS_EXAMPLES", "150"))),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+@WINDOW_PROPERTIES
+@given(
+    histories(),
+    st.sampled_from(["", "x", "x.y"]),
+    st.sampled_from(["", "s1"]),
+    st.sampled_from([None, 1, 2, 3]),
+    st.sampled_from([None, 4, 12, 40]),
+    st.booleans(),
+    st.booleans(),
+    st.integers(1, 4),
+)
+def test_25_4_a_window_over_the_newest_records_equals_one_over_everything(
+    events: list[Event],
+    branch: str,
+    scope: str,
+    max_turns: int | None,
+    max_tokens: int | None,
+    keep_summary: bool,
+    summary_first: bool,
+    first_read: int,
+) -> None:
+    """K3 with a sliding window alone: the window over contents built from the newest records
+    only (`build_tail_contents`, reading as few as `first_read` first, more until the window
+    provably cuts inside them) is the window over contents built from every record — at each
+    length of the growing log, the tail's view kept and advanced as a session's is."""
+    assume(max_turns is not None or max_tokens is not None)
+    if summary_first:  # a first message the window would keep in front (keep_summary)
+        first = Event(author="user", timestamp=-2.0, content=Content.user(SUMMARY_PREFIX + "s"))
+        events = [first, *events]
+    window = SlidingWindow(max_turns, max_tokens=max_tokens, keep_summary=keep_summary)
+    expected: list[list[Content] | None] = []
+    for stop in range(len(events) + 1):
+        full = ContentsView(AGENT, branch, scope, 0)
+        full.advance(events, stop)
+        try:
+            contents = full.contents(invocation_id=REQUESTING)
+        except ContentsError:
+            expected.append(None)
+            continue
+        ctx: Any = SimpleNamespace(session=SimpleNamespace(events=EventsView(EventLog(events))))
+        expected.append(window.view(contents, ctx))
+    # A replica that first sees the session at `begin` records, then serves it as it grows.
+    for begin in range(1, len(events) + 1):
+        log = EventLog(events)
+        ctx = SimpleNamespace(session=SimpleNamespace(events=EventsView(log)))
+        for stop in range(begin, len(events) + 1):
+            if expected[stop] is None:
+                with pytest.raises(ContentsError):
+                    _tail_contents(log, stop, branch, scope, window, ctx, first_read)
+                continue
+            tail = _tail_contents(log, stop, branch, scope, window, ctx, first_read)
+            assert window.view(tail, ctx) == expected[stop], (begin, stop)
+        # An older handle (fewer records, as after a rewind) on the same log.
+        if expected[begin] is not None:
+            tail = _tail_contents(log, begin, branch, scope, window, ctx, first_read)
+            assert window.view(tail, ctx) == expected[begin], begin
+
+
+def _tail_contents(
+    log: EventLog,
+    stop: int,
+    branch: str,
+    scope: str,
+    window: SlidingWindow,
+    ctx: Any,
+    first_read: int,
+) -> list[Content]:
+    return build_tail_contents(
+        EventsView(log, 0, stop),
+        agent_name=AGENT,
+        branch=branch,
+        isolation_scope=scope,
+        invocation_id=REQUESTING,
+        covers=lambda contents: window.covers(contents, ctx),
+        turns=window.max_turns or 1,
+        front=window.front if window.keep_summary else None,
+        first_read=first_read,
+    )
 
 
 # -- the stream aggregator ----------------------------------------------------------------------

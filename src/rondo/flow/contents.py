@@ -17,7 +17,7 @@ stored history is not rewritten; the answer lives in the view only.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import cast
 
 from rondo._frozen import replaced
@@ -31,6 +31,7 @@ __all__ = [
     "NUDGE_TEXT",
     "ContentsView",
     "build_contents",
+    "build_tail_contents",
     "is_visible_branch",
     "newest_summary",
     "summarized_head",
@@ -659,3 +660,133 @@ def build_contents(
         view = fresh
     view.advance(log, stop)
     return view.contents(current_turn_only=current_turn_only, invocation_id=invocation_id)
+
+
+# -- reading only the newest records (K3: a sliding window on a fresh replica) -------------------
+
+# How many of the newest records a tail read starts with, per turn the window keeps (a turn is
+# usually a user message and an answer, with a tool exchange or two); doubled until enough.
+_TAIL_RECORDS_PER_TURN = 8
+_TAIL_MIN_RECORDS = 64
+
+
+class _Tail:
+    """A contents view of the log's newest records `[head, ...)` and the call ids those
+    records hold (any author, branch or scope), kept on the log like the full view; no view:
+    the whole history is read (`build_contents`)."""
+
+    __slots__ = ("calls", "head", "view")
+
+    def __init__(self, view: ContentsView | None, head: int, calls: set[str]) -> None:
+        self.view = view
+        self.head = head
+        self.calls = calls
+
+
+def _self_contained(log: EventLog, start: int, stop: int, calls: set[str]) -> bool:
+    """Whether every function response in `[start, stop)` answers a call in `calls` or in
+    those records (adding theirs to `calls`): then the contents of those records are exactly
+    the end of the whole history's contents (C6 pairs nothing across the boundary)."""
+    for index in range(start, stop):
+        content = log[index].content
+        if content is None:
+            continue
+        for part in content.parts:
+            call, response = part.function_call, part.function_response
+            if call is not None and call.id:
+                calls.add(call.id)
+            elif response is not None and response.id and response.id not in calls:
+                return False  # (a response without an id pairs with nothing)
+    return True
+
+
+def _first_content(
+    log: EventLog, start: int, stop: int, agent: str, branch: str, scope: str
+) -> Content | None:
+    """The first content the whole history's view holds, reading from its start only until
+    it finds one (None: none visible)."""
+    view = ContentsView(agent, branch, scope, start)
+    step = 1
+    while view.upto < stop and not view._items:  # pyright: ignore[reportPrivateUsage]
+        view.advance(log, min(stop, view.upto + step))
+        step *= 2
+    items = view._items  # pyright: ignore[reportPrivateUsage]
+    return _content(items[0]) if items else None
+
+
+def build_tail_contents(
+    events: EventsView,
+    *,
+    agent_name: str,
+    branch: str,
+    isolation_scope: str,
+    invocation_id: str | None,
+    covers: Callable[[list[Content]], bool],
+    turns: int,
+    front: Callable[[Content], bool] | None = None,
+    first_read: int | None = None,
+) -> list[Content]:
+    """K3: the model contents built from the newest records only, for a view that keeps the
+    end of the history (a sliding window): what `build_contents` gives, minus a head the
+    window provably drops, so a fresh replica decodes only the tail of a long session.
+
+    `covers(contents)` says whether the window, applied to the contents of a tail, keeps
+    exactly what it keeps of the whole history's contents (it cuts inside the tail, past its
+    first turn); `turns` sizes the first read (`first_read`: its number of records, for
+    tests); `front(content)` is True when the window
+    treats the history's first content specially (a summary it keeps in front), and then the
+    tail must not start with such a content either. A tail is used only when it is
+    self-contained (no response in it answers a call before it, so C6 pairs nothing across
+    the cut); otherwise, or when the window would reach before it, a tail twice as long is
+    read, up to the whole history (`build_contents`)."""
+    log = events.log
+    start = events.start
+    stop = start + len(events)
+    key = ("tail_contents", agent_name, branch, isolation_scope, start)
+    tail: _Tail | None = log.derived.get(key)
+    # A handle that sees fewer records than the cached tail's view (an older handle, a
+    # rewind) gets contents of its own, leaving the cache to the others, as the full view does.
+    keep = tail is None or tail.view is None or tail.view.upto <= stop
+    if not keep:
+        tail = None
+    elif tail is not None and tail.view is not None:
+        view = tail.view
+        if type(log) is LazyEventLog and view.upto < stop:
+            log.decode(view.upto, stop)
+        if _self_contained(log, view.upto, stop, tail.calls):
+            view.advance(log, stop)
+            contents = view.contents(invocation_id=invocation_id)
+            if covers(contents) and (front is None or not front(contents[0])):
+                return contents
+        tail = None  # the window reaches before this tail now: read again
+    size = first_read or max(_TAIL_MIN_RECORDS, turns * _TAIL_RECORDS_PER_TURN)
+    if tail is None and stop - size > start and front is not None:
+        first = _first_content(log, start, stop, agent_name, branch, isolation_scope)
+        if first is not None and front(first):
+            size = stop - start  # the window keeps the history's first content: read it all
+    while tail is None and stop - size > start:
+        head = stop - size
+        size *= 2
+        if type(log) is LazyEventLog:
+            log.decode(head, stop)
+        calls: set[str] = set()
+        if not _self_contained(log, head, stop, calls):
+            continue
+        view = ContentsView(agent_name, branch, isolation_scope, head)
+        view.advance(log, stop)
+        contents = view.contents(invocation_id=invocation_id)
+        if covers(contents) and (front is None or not front(contents[0])):
+            if keep:
+                log.derived[key] = _Tail(view, head, calls)
+            return contents
+    if keep:
+        # The whole history, from now on for this log (its records are decoded by now, and
+        # the full view is incremental): a window that never fits a tail does not retry.
+        log.derived[key] = _Tail(None, start, set())
+    return build_contents(
+        events,
+        agent_name=agent_name,
+        branch=branch,
+        isolation_scope=isolation_scope,
+        invocation_id=invocation_id,
+    )

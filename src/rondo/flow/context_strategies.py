@@ -191,14 +191,47 @@ class SlidingWindow(ContextStrategy):
             f"step={self.step})"
         )
 
+    @property
+    def reads_tail(self) -> bool:
+        """Whether the loop may build this window's contents from the newest records only
+        (`rondo.flow.contents.build_tail_contents`): with `step=1` the window's cut depends
+        only on the turns it keeps and the ones just before them; with a larger step it
+        depends on how many turns the whole history holds, so the whole history is read."""
+        return self.step == 1
+
+    def covers(self, contents: list[Content], ctx: InvocationContext) -> bool:
+        """Whether the window over `contents` (the contents of the newest records) keeps
+        exactly what it keeps over the whole history's: it cuts inside them, past their
+        first turn — so nothing before them could be kept, with a `step` of 1 (the cut is
+        counted back from the newest turn, in turns or tokens, and moved back only to keep
+        a call with its response, which a cut past the first turn never needs to cross)."""
+        cut_turn = self._cut(contents, ctx)[2]
+        return cut_turn is not None and cut_turn >= 1
+
+    def front(self, content: Content) -> bool:
+        """Whether the window keeps `content`, as the history's first, in front of what it
+        keeps (a compaction summary, with `keep_summary`)."""
+        return self.keep_summary and _is_summary(content)
+
     def view(self, contents: list[Content], ctx: InvocationContext) -> list[Content]:
+        head, body, cut_turn, starts = self._cut(contents, ctx)
+        if cut_turn is None or (cut_turn == 0 and starts[0] == 0):
+            return contents
+        cut = starts[cut_turn] if cut_turn > 0 else 0
+        return head + body[cut:]
+
+    def _cut(
+        self, contents: list[Content], ctx: InvocationContext
+    ) -> tuple[list[Content], list[Content], int | None, list[int]]:
+        """The summary kept in front, the rest, the index (into the turn starts) of the first
+        kept turn (None: fewer than two turns, all kept), and the turn starts."""
         head: list[Content] = []
         body = contents
         if self.keep_summary and contents and _is_summary(contents[0]):
             head, body = contents[:1], contents[1:]
         starts = [i for i, c in enumerate(body) if _is_turn_start(c)]
         if len(starts) <= 1:
-            return contents
+            return head, body, None, starts
         cut_turn = 0  # index into `starts` of the first kept turn
         if self.max_turns is not None and len(starts) > self.max_turns:
             excess = len(starts) - self.max_turns
@@ -219,10 +252,7 @@ class SlidingWindow(ContextStrategy):
                 cut_turn = min(math.ceil(fits / self.step) * self.step, len(starts) - 1)
         while cut_turn > 0 and _splits_a_pair(body, starts[cut_turn]):
             cut_turn -= 1
-        if cut_turn == 0 and starts[0] == 0:
-            return contents
-        cut = starts[cut_turn] if cut_turn > 0 else 0
-        return head + body[cut:]
+        return head, body, cut_turn, starts
 
 
 class ToolResultTrimming(ContextStrategy):

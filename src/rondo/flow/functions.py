@@ -18,6 +18,7 @@ from rondo.context import Actions, EventSink, NestedPause, ToolContext
 from rondo.errors import BudgetExceeded, ToolNotFoundError
 from rondo.events import NESTED_PAUSE, Event, EventActions, ToolConfirmation
 from rondo.flow.guards import check_tool_input, check_tool_output, stop_items
+from rondo.guardrails import GuardrailFunctionOutput
 from rondo.lifecycle import ActionEnd, ActionStart, Item, ToolCallEnd, ToolCallStart
 from rondo.plugins import plugins_of
 from rondo.tools.base import BaseTool
@@ -121,12 +122,21 @@ async def _run_hooked(
         if result is not None:
             await tctx.mark_started()
             return to_response(result), None, "ran"
-        if agent.tool_input_guardrails:
+        guardrails = agent.tool_input_guardrails
+        if guardrails:
             # G6: the arguments the tool would get pass the guardrails before anything else.
-            blocked = await check_tool_input(agent, tctx, tool, args)
-            if blocked is not None:
-                await tctx.mark_started()
-                return blocked, str(blocked["error"]), "ran"
+            # The first is called here and a passing verdict read in line; `check_tool_input`
+            # settles the rest (issue 24.7: a configured guardrail costs its own call).
+            verdict = guardrails[0].guardrail_function(tctx, tool, args)
+            if (
+                guardrails[1:]
+                or type(verdict) is not GuardrailFunctionOutput
+                or verdict.tripwire_triggered
+            ):
+                blocked = await check_tool_input(agent, tctx, tool, args, verdict)
+                if blocked is not None:
+                    await tctx.mark_started()
+                    return blocked, str(blocked["error"]), "ran"
         gated = await tool.confirmation_gate(args, tctx)
         confirmation = tctx.tool_confirmation
         if gated is None and confirmation is not None and not confirmation.confirmed:
@@ -263,10 +273,18 @@ async def run_call(
         return outcome
     if known:
         result, error = await _after_tool(agent, ctx, tool, args, tctx, result, error, None)
-        if agent.tool_output_guardrails and how == "ran":
-            blocked = await check_tool_output(agent, tctx, tool, args, result)
-            if blocked is not None:  # G6: the model sees the guardrail's error instead
-                result, error = blocked, str(blocked["error"])
+        guardrails = agent.tool_output_guardrails
+        if guardrails and how == "ran":
+            # G6, in line as for the tool input guardrails (issue 24.7).
+            verdict = guardrails[0].guardrail_function(tctx, tool, args, result)
+            if (
+                guardrails[1:]
+                or type(verdict) is not GuardrailFunctionOutput
+                or verdict.tripwire_triggered
+            ):
+                blocked = await check_tool_output(agent, tctx, tool, args, result, verdict)
+                if blocked is not None:  # G6: the model sees the guardrail's error instead
+                    result, error = blocked, str(blocked["error"])
     return CallOutcome(call, result, actions, error, _ms(started), paused=how == "paused")
 
 
@@ -287,10 +305,17 @@ async def _run_traced(
         result, error, how = await _run_hooked(agent, ctx, tool, args, tctx, traced)
         if how != "delayed" and known:
             result, error = await _after_tool(agent, ctx, tool, args, tctx, result, error, traced)
-            if agent.tool_output_guardrails and how == "ran":
-                blocked = await check_tool_output(agent, tctx, tool, args, result)
-                if blocked is not None:  # G6: the model sees the guardrail's error instead
-                    result, error = blocked, str(blocked["error"])
+            guardrails = agent.tool_output_guardrails
+            if guardrails and how == "ran":
+                verdict = guardrails[0].guardrail_function(tctx, tool, args, result)
+                if (
+                    guardrails[1:]
+                    or type(verdict) is not GuardrailFunctionOutput
+                    or verdict.tripwire_triggered
+                ):
+                    blocked = await check_tool_output(agent, tctx, tool, args, result, verdict)
+                    if blocked is not None:  # G6: the model sees the guardrail's error instead
+                        result, error = blocked, str(blocked["error"])
     except BaseException as exc:
         if isinstance(exc, asyncio.CancelledError):
             tctx.cancel_event.set()  # a sync tool in its thread can see it (R7)

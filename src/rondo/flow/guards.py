@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from rondo.flow.views import LlmAgentView
     from rondo.run_config import Budget, RunConfig
     from rondo.tools.base import BaseTool
-    from rondo.types import FunctionCall, Usage
+    from rondo.types import FunctionCall
 
 __all__ = [
     "BUDGET_EXCEEDED",
@@ -60,21 +60,26 @@ def _jsonable(value: Any) -> Any:
 
 
 # -- guardrails ----------------------------------------------------------------------------
-# The four checks below repeat the same few lines on purpose: each takes the fast path (one
-# sync guardrail that answers a verdict) inline, so a configured guardrail costs its own call
-# and nothing more on every turn and every tool call (issue 24 item 7). A shared helper would
-# add a call and an argument tuple to each; `_settle` is the part they share, the slow path.
+# The loop calls the first guardrail of a kind itself and reads its verdict in line (one sync
+# guardrail answering a passing `GuardrailFunctionOutput` is the common case): a configured
+# guardrail costs its own call and nothing more (issue 24 item 7). The checks below are the
+# rest — awaiting that first answer, running the others, and building the stop — and run only
+# when there are several guardrails, an async one, or a trip:
+#
+#     verdict = guardrails[0].guardrail_function(*args)
+#     if (guardrails[1:] or type(verdict) is not GuardrailFunctionOutput
+#             or verdict.tripwire_triggered):
+#         ... await check_*(..., verdict)
 
 
 async def _settle(
-    first: Guardrail, rest: Sequence[Guardrail], verdict: object, args: tuple[object, ...]
+    guardrails: Sequence[Guardrail], verdict: object, args: tuple[object, ...]
 ) -> tuple[Guardrail, GuardrailFunctionOutput] | None:
-    """The slow path of a check: `first`'s answer `verdict` read (awaited, or a bool) and the
-    `rest` run at once; the first tripped guardrail in list order, if any. (The callers take
-    the fast path themselves — one sync guardrail answering a verdict — so that a configured
-    guardrail costs its own call and nothing more: issue 24 item 7.)"""
+    """The first guardrail's answer `verdict` read (awaited, or a bool) and the others run at
+    once; the first tripped guardrail in list order, if any."""
+    first, *rest = guardrails
     verdicts = await asyncio.gather(first.read(verdict), *(g.run(*args) for g in rest))
-    for guardrail, answer in zip((first, *rest), verdicts, strict=True):
+    for guardrail, answer in zip(guardrails, verdicts, strict=True):
         if answer.tripwire_triggered:
             return guardrail, answer
     return None
@@ -92,43 +97,23 @@ def _tripped(guardrail: Guardrail, verdict: GuardrailFunctionOutput, what: str) 
     )
 
 
-async def check_input(agent: LlmAgentView, ctx: InvocationContext) -> GuardrailTripped | None:
-    """The agent's input guardrails on the turn's message, before any model call."""
-    message = ctx.user_content
-    if message is None:
-        return None
-    for part in message.parts:
-        if part.function_response is None:
-            break
-    else:
-        return None  # only answers to paused calls: not a new input
-    guardrails = agent.input_guardrails
-    args = (ReadonlyContext(ctx), agent, message)
-    first, *rest = guardrails
-    verdict = first.guardrail_function(*args)
-    if rest or type(verdict) is not GuardrailFunctionOutput:
-        trip = await _settle(first, rest, verdict, args)
-    else:
-        trip = (first, verdict) if verdict.tripwire_triggered else None
+async def check_input(
+    agent: LlmAgentView, readonly: ReadonlyContext, message: Content, verdict: object
+) -> GuardrailTripped | None:
+    """The agent's input guardrails on the turn's `message`, before any model call, given
+    what the first one answered (`verdict`)."""
+    trip = await _settle(agent.input_guardrails, verdict, (readonly, agent, message))
     return None if trip is None else _tripped(trip[0], trip[1], "the user's message")
 
 
 async def check_output(
-    agent: LlmAgentView, ctx: InvocationContext, event: Event
+    agent: LlmAgentView, readonly: ReadonlyContext, event: Event, verdict: object
 ) -> tuple[Event, GuardrailTripped] | None:
-    """The agent's output guardrails on a final answer: None when it passes, else the record
-    that replaces it (the guardrail's message, or no content: withheld) and the error."""
-    content = event.content
-    if content is None:
-        return None
-    guardrails = agent.output_guardrails
-    args = (ReadonlyContext(ctx), agent, content)
-    first, *rest = guardrails
-    verdict = first.guardrail_function(*args)
-    if rest or type(verdict) is not GuardrailFunctionOutput:
-        trip = await _settle(first, rest, verdict, args)
-    else:
-        trip = (first, verdict) if verdict.tripwire_triggered else None
+    """The agent's output guardrails on a final answer (with content), given what the first
+    one answered: None when it passes, else the record that replaces it (the guardrail's
+    message, or no content: withheld) and the error."""
+    args = (readonly, agent, event.content)
+    trip = await _settle(agent.output_guardrails, verdict, args)
     if trip is None:
         return None
     exc = _tripped(trip[0], trip[1], f"the answer of agent {agent.name!r}")
@@ -143,18 +128,15 @@ async def check_output(
 
 
 async def check_tool_input(
-    agent: LlmAgentView, tctx: ToolContext, tool: BaseTool, args: dict[str, object]
+    agent: LlmAgentView,
+    tctx: ToolContext,
+    tool: BaseTool,
+    args: dict[str, object],
+    verdict: object,
 ) -> dict[str, object] | None:
-    """The agent's tool input guardrails on a call's arguments: None to run the tool, else the
-    error response that answers the call instead."""
-    guardrails = agent.tool_input_guardrails
-    checked = (tctx, tool, args)
-    first, *rest = guardrails
-    verdict = first.guardrail_function(*checked)
-    if rest or type(verdict) is not GuardrailFunctionOutput:
-        trip = await _settle(first, rest, verdict, checked)
-    else:
-        trip = (first, verdict) if verdict.tripwire_triggered else None
+    """The agent's tool input guardrails on a call's arguments, given what the first one
+    answered: None to run the tool, else the error response that answers the call instead."""
+    trip = await _settle(agent.tool_input_guardrails, verdict, (tctx, tool, args))
     if trip is None:
         return None
     return _tool_blocked(tctx, tool, _tripped(trip[0], trip[1], f"a call to {tool.name!r}"))
@@ -166,17 +148,11 @@ async def check_tool_output(
     tool: BaseTool,
     args: dict[str, object],
     result: dict[str, object],
+    verdict: object,
 ) -> dict[str, object] | None:
-    """The agent's tool output guardrails on a call's result: None to pass it on, else the
-    error response the model sees instead."""
-    guardrails = agent.tool_output_guardrails
-    checked = (tctx, tool, args, result)
-    first, *rest = guardrails
-    verdict = first.guardrail_function(*checked)
-    if rest or type(verdict) is not GuardrailFunctionOutput:
-        trip = await _settle(first, rest, verdict, checked)
-    else:
-        trip = (first, verdict) if verdict.tripwire_triggered else None
+    """The agent's tool output guardrails on a call's result, given what the first one
+    answered: None to pass it on, else the error response the model sees instead."""
+    trip = await _settle(agent.tool_output_guardrails, verdict, (tctx, tool, args, result))
     if trip is None:
         return None
     return _tool_blocked(tctx, tool, _tripped(trip[0], trip[1], f"the result of {tool.name!r}"))
@@ -203,8 +179,8 @@ def _tool_blocked(tctx: ToolContext, tool: BaseTool, exc: GuardrailTripped) -> d
 
 
 # -- budgets ---------------------------------------------------------------------------------
-# Called at every model call and tool step of a run with a budget: written for few calls
-# (issue 24.7 measures them against the tool loop's).
+# Counted and mostly checked in line by the loop (issue 24.7 measures the calls a configured
+# budget adds to the tool loop's); `RunGuard` holds the numbers and the full checks.
 
 
 class _Spent:
@@ -260,39 +236,52 @@ def _over(
 
 class RunGuard:
     """One invocation's budgets (`ctx.guard`): what the run used, checked at the boundaries.
-    The runner makes one only when `RunConfig` sets a budget."""
+    The runner makes one only when `RunConfig` sets a budget.
+
+    The loop does the counting and the common check in line, on the numbers kept here
+    (issue 24 item 7: a configured budget costs the tool loop a few calls, not one per
+    check): the model boundary adds each call and its usage (`model_calls`, `reported`,
+    `tokens`, `cost`); before a model call the loop compares `model_calls`, `tokens` and the
+    step's clock reading with `call_limit`, `token_limit` and `deadline` (inf: not set) and
+    calls `before_model` — the full check, which names the budget — only when one of them is
+    reached or when a limit needs more than a comparison (`exact`: a cost or a session
+    budget). Times are `time.perf_counter()` readings, the clock the step already reads."""
 
     __slots__ = (
         "budget",
+        "call_limit",
         "cost",
+        "deadline",
+        "exact",
         "last_call",
-        "limits",
         "model_calls",
         "prior",
         "reported",
         "session_budget",
         "started",
         "streak",
+        "token_limit",
         "tokens",
         "tool_calls",
     )
 
     def __init__(self, config: RunConfig, events: Sequence[Event]) -> None:
         self.budget = budget = config.budget
-        # The run's model-side limits as numbers (inf: not set), so the check before each
-        # model call is comparisons; `_over` runs only to say which one was reached.
-        inf = math.inf
-        self.limits = (
-            (
-                inf if budget.model_calls is None else budget.model_calls,
-                inf if budget.total_tokens is None else budget.total_tokens,
-                inf if budget.cost_usd is None else budget.cost_usd,
-            )
-            if budget is not None
-            else None
-        )
         self.session_budget = session = config.session_budget
-        self.started = time.monotonic()
+        self.started = started = time.perf_counter()
+        inf = math.inf
+        self.call_limit: float = inf
+        self.token_limit: float = inf
+        self.deadline: float = inf
+        self.exact = session is not None
+        if budget is not None:
+            if budget.model_calls is not None:
+                self.call_limit = budget.model_calls
+            if budget.total_tokens is not None:
+                self.token_limit = budget.total_tokens
+            if budget.wall_time is not None:
+                self.deadline = started + budget.wall_time
+            self.exact = self.exact or budget.cost_usd is not None
         # Real model calls (counted at the model boundary), tool calls started, tokens, and
         # the calls whose usage arrived; sub-runs (agents answering as tools) add theirs.
         self.model_calls = self.tool_calls = self.tokens = self.reported = self.streak = 0
@@ -301,29 +290,19 @@ class RunGuard:
         # What the session's stored records used before this run (G6 per session).
         self.prior = _Spent(events) if session is not None else None
 
-    def add_usage(self, usage: Usage) -> None:
-        """A model call's priced usage (once per call, from the model boundary)."""
-        self.reported += 1
-        self.tokens += usage.input_tokens + usage.output_tokens
-        cost = self.cost
-        self.cost = None if cost is None or usage.cost_usd is None else cost + usage.cost_usd
-
     def before_model(self) -> BudgetExceeded | None:
-        """The reason not to make another model call, if a budget says so."""
+        """The reason not to make another model call, if a budget says so (the full check;
+        the loop calls it when its in-line comparison says a limit may be reached)."""
         calls = self.model_calls
         # A call that reported no usage has no price either: the spend is unknown.
         cost = self.cost if self.reported >= calls else None
-        budget, limits = self.budget, self.limits
-        if budget is not None and limits is not None:
-            call_limit, token_limit, cost_limit = limits
-            if (
-                calls >= call_limit
-                or self.tokens >= token_limit
-                or (cost_limit != math.inf and (cost is None or cost >= cost_limit))
-            ):
-                return _over(budget, calls, self.tokens, cost, "run")
+        budget = self.budget
+        if budget is not None:
+            stop = _over(budget, calls, self.tokens, cost, "run")
+            if stop is not None:
+                return stop
             if budget.wall_time is not None:
-                elapsed = time.monotonic() - self.started
+                elapsed = time.perf_counter() - self.started
                 if elapsed >= budget.wall_time:
                     return _exceeded("wall_time", budget.wall_time, round(elapsed, 3), "run")
         session, prior = self.session_budget, self.prior
@@ -347,7 +326,7 @@ class RunGuard:
         budget, session = self.budget, self.session_budget
         stop: BudgetExceeded | None = None
         if budget is not None and budget.wall_time is not None:
-            elapsed = time.monotonic() - self.started
+            elapsed = time.perf_counter() - self.started
             if elapsed >= budget.wall_time:
                 stop = _exceeded("wall_time", budget.wall_time, round(elapsed, 3), "run")
         for call in calls:

@@ -17,7 +17,7 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, cast
 
 from rondo._ids import new_reason_id
-from rondo.context import Actions, CallbackContext, InvocationContext
+from rondo.context import Actions, CallbackContext, InvocationContext, ReadonlyContext
 from rondo.errors import ConfigurationError, GuardrailTripped, TransferError
 from rondo.events import Event, PendingCall
 from rondo.flow._deltas import DeltaTracker
@@ -29,6 +29,7 @@ from rondo.flow.processors.confirmation import confirmation_event
 from rondo.flow.processors.output_schema import output_schema_processor
 from rondo.flow.processors.tools import tools_processor
 from rondo.flow.processors.transfer import transfer_processor, transfer_targets
+from rondo.guardrails import GuardrailFunctionOutput
 from rondo.lifecycle import HITLPending, Item, ReasonStart, WorkingMemory
 from rondo.models.base import ModelRequest, ModelResponse
 from rondo.tools.base import BaseTool, BaseToolset
@@ -84,7 +85,7 @@ def _reason_start(ctx: InvocationContext, reason_id: str, request: ModelRequest)
 class Flow:
     """One agent's loop for one `run`; tools are expanded once per flow (SPEC P2)."""
 
-    __slots__ = ("_targets", "agent", "model", "processors", "relist_tools", "tools")
+    __slots__ = ("_readonly", "_targets", "agent", "model", "processors", "relist_tools", "tools")
 
     def __init__(self, agent: LlmAgentView, model: Model) -> None:
         self.agent = agent
@@ -95,6 +96,8 @@ class Flow:
             isinstance(t, BaseToolset) and t.relist_each_step for t in agent.tools
         )
         self._targets: list[AgentNode] | None = None
+        # G6: what the input and output guardrails see, made once per run (when one runs).
+        self._readonly: ReadonlyContext | None = None
 
     @property
     def transfer_targets(self) -> list[AgentNode]:
@@ -136,12 +139,30 @@ class Flow:
             if ctx.end_invocation or (last is not None and last.is_final_response()):
                 return
         elif self.agent.input_guardrails:
-            # G6: the turn's message passes every input guardrail before any model call.
-            tripped = await check_input(self.agent, ctx)
-            if tripped is not None:
-                for item in stop_items(ctx, tripped):
-                    yield item
-                raise tripped
+            # G6: the turn's message passes every input guardrail before any model call. The
+            # first guardrail is called here and a passing verdict read in line; `check_input`
+            # settles the rest (issue 24.7: a configured guardrail costs its own call).
+            message = ctx.user_content
+            if message is not None:
+                for part in message.parts:
+                    if part.function_response is None:
+                        break
+                else:
+                    message = None  # only answers to paused calls: not a new input
+            if message is not None:
+                agent, guardrails = self.agent, self.agent.input_guardrails
+                readonly = self._readonly = ReadonlyContext(ctx)
+                verdict = guardrails[0].guardrail_function(readonly, agent, message)
+                if (
+                    guardrails[1:]
+                    or type(verdict) is not GuardrailFunctionOutput
+                    or verdict.tripwire_triggered
+                ):
+                    tripped = await check_input(agent, readonly, message, verdict)
+                    if tripped is not None:
+                        for item in stop_items(ctx, tripped):
+                            yield item
+                        raise tripped
         thought_only_turns = 0
         while True:
             last: Event | None = None
@@ -214,9 +235,16 @@ class Flow:
                 await items.aclose()
         if ctx.end_invocation or waits:
             return
+        started = time.perf_counter()
         guard = ctx.guard
-        if guard is not None:
-            # G6: a used-up budget ends the run before the model call beyond it.
+        if guard is not None and (
+            guard.exact
+            or guard.model_calls >= guard.call_limit
+            or guard.tokens >= guard.token_limit
+            or started >= guard.deadline
+        ):
+            # G6: a used-up budget ends the run before the model call beyond it. The common
+            # limits are compared in line (issue 24.7); `before_model` decides and names one.
             stop = guard.before_model()
             if stop is not None:
                 for item in stop_items(ctx, stop):
@@ -228,7 +256,6 @@ class Flow:
         if observe:
             yield _reason_start(ctx, reason_id, request)
         deltas = DeltaTracker(ctx, reason_id) if observe else None
-        started = time.perf_counter()
         # E1: state written by model callbacks travels on this step's model events.
         actions = Actions()
         cb_ctx = CallbackContext(ctx, actions)
@@ -244,17 +271,44 @@ class Flow:
                 ):
                     continue
                 event = last = self._model_event(ctx, response, request.tools, actions)
-                if agent.output_guardrails:
+                calls: list[FunctionCall] | None = None
+                guardrails = agent.output_guardrails
+                if guardrails:
                     if event.partial:
                         # G6: an answer is shown only once its guardrails passed (not even
                         # in the round's end, should the stream stop on this partial).
                         last = None
                         continue
-                    if event.is_final_response():
-                        checked = await check_output(agent, ctx, event)
-                        if checked is not None:
-                            event = last = checked[0]
-                            tripped = checked[1]
+                    # F2 in the order a model event allows: with calls it is final only when
+                    # they are long-running or skip summarization; read without a call when
+                    # not (issue 24.7).
+                    calls = event.get_function_calls()
+                    output = event.content
+                    if (
+                        output is not None
+                        and (
+                            not calls
+                            or event.long_running_tool_ids
+                            or event.actions.skip_summarization
+                        )
+                        and event.is_final_response()
+                    ):
+                        # The first guardrail called and a passing verdict read in line;
+                        # `check_output` settles the rest (issue 24.7).
+                        readonly = self._readonly
+                        if readonly is None:
+                            readonly = self._readonly = ReadonlyContext(ctx)
+                        verdict = guardrails[0].guardrail_function(readonly, agent, output)
+                        if (
+                            guardrails[1:]
+                            or type(verdict) is not GuardrailFunctionOutput
+                            or verdict.tripwire_triggered
+                        ):
+                            checked = await check_output(agent, readonly, event, verdict)
+                            if checked is not None:
+                                event = last = checked[0]
+                                tripped = checked[1]
+                                calls = None  # the replacement's, read below
                 if agent.output_key is not None:
                     event = last = agent.with_output_key(event)
                 if observe and deltas is None:
@@ -270,7 +324,8 @@ class Flow:
                 yield event
                 if event.partial:
                     continue  # F5: partial events never dispatch tools.
-                calls = event.get_function_calls()
+                if calls is None:
+                    calls = event.get_function_calls()
                 if deltas is not None:
                     for item in deltas.finish(event, calls, started):
                         yield item
@@ -384,12 +439,24 @@ class Flow:
             return
         final = self._structured_output_event(ctx, tool_event)
         if final is not None:
-            checked = await check_output(agent, ctx, final) if agent.output_guardrails else None
-            if checked is not None:
-                yield agent.with_output_key(checked[0])
-                for item in stop_items(ctx, checked[1], record=checked[0]):
-                    yield item
-                raise checked[1]
+            guardrails = agent.output_guardrails
+            if guardrails and final.content is not None:
+                readonly = self._readonly
+                if readonly is None:
+                    readonly = self._readonly = ReadonlyContext(ctx)
+                verdict = guardrails[0].guardrail_function(readonly, agent, final.content)
+                checked = (
+                    await check_output(agent, readonly, final, verdict)
+                    if guardrails[1:]
+                    or type(verdict) is not GuardrailFunctionOutput
+                    or verdict.tripwire_triggered
+                    else None
+                )
+                if checked is not None:
+                    yield agent.with_output_key(checked[0])
+                    for item in stop_items(ctx, checked[1], record=checked[0]):
+                        yield item
+                    raise checked[1]
             yield agent.with_output_key(final)
         target_name = tool_event.actions.transfer_to_agent
         if target_name:

@@ -199,8 +199,13 @@ async def call_model(
                 usage = priced(model, response.usage)
                 if usage is not response.usage:
                     response = replaced(response, usage=usage)
-                if ctx.guard is not None and usage is not None:
-                    ctx.guard.add_usage(usage)  # G6: what the budgets count
+                guard = ctx.guard
+                if guard is not None and usage is not None:
+                    # G6: what the budgets count, in line (issue 24.7).
+                    guard.reported += 1
+                    guard.tokens += usage.input_tokens + usage.output_tokens
+                    spent, price = guard.cost, usage.cost_usd
+                    guard.cost = None if spent is None or price is None else spent + price
             if traced is not None and not response.partial:
                 traced.response(response)
             if run_after:
