@@ -49,6 +49,28 @@ def _add_a_failing_case(eval_set: Path) -> None:
     eval_set.write_text(json.dumps(data), encoding="utf-8")
 
 
+def _chat_and_add_the_session(page: Any, ui_origin: str, panel: Any) -> None:
+    """Chat one turn, then in the Eval tab create `milk_set` and add the session as
+    `milk_case`."""
+    page.goto(f"{ui_origin}/dev-ui/?app=chat")
+    box = page.locator("textarea").first
+    box.wait_for(timeout=30_000)
+    box.fill("milk")
+    box.press("Enter")
+    page.get_by_text("Stub reply: noted 'milk'").first.wait_for(timeout=30_000)
+    page.get_by_text("Evals", exact=True).click()
+    page.get_by_text("Create Evaluation Set").click()
+    dialog = page.locator("mat-dialog-container")
+    dialog.locator("input").fill("milk_set")
+    dialog.get_by_role("button", name="Create").click()
+    page.get_by_text("milk_set", exact=True).click()
+    page.get_by_text("From Current Session").click()
+    dialog = page.locator("mat-dialog-container")
+    dialog.locator("input").fill("milk_case")
+    dialog.get_by_role("button", name="Create").click()
+    panel.get_by_text("milk_case").wait_for(timeout=30_000)
+
+
 def test_24_adks_eval_tab_creates_adds_runs_and_shows_results(tmp_path: Path) -> None:
     agents = _agents(tmp_path)
     seen: list[tuple[int, str, str]] = []
@@ -67,27 +89,7 @@ def test_24_adks_eval_tab_creates_adds_runs_and_shows_results(tmp_path: Path) ->
         page.on("response", on_response)
         panel = page.locator(".mat-mdc-tab-body-active").first
         try:
-            page.goto(f"{ui.ui_origin}/dev-ui/?app=chat")
-            box = page.locator("textarea").first
-            box.wait_for(timeout=30_000)
-            box.fill("milk")
-            box.press("Enter")
-            page.get_by_text("Stub reply: noted 'milk'").first.wait_for(timeout=30_000)
-
-            # Create an eval set.
-            page.get_by_text("Evals", exact=True).click()
-            page.get_by_text("Create Evaluation Set").click()
-            dialog = page.locator("mat-dialog-container")
-            dialog.locator("input").fill("milk_set")
-            dialog.get_by_role("button", name="Create").click()
-            page.get_by_text("milk_set", exact=True).click()
-
-            # Add the current session as a case.
-            page.get_by_text("From Current Session").click()
-            dialog = page.locator("mat-dialog-container")
-            dialog.locator("input").fill("milk_case")
-            dialog.get_by_role("button", name="Create").click()
-            panel.get_by_text("milk_case").wait_for(timeout=30_000)
+            _chat_and_add_the_session(page, ui.ui_origin, panel)
             eval_set = agents / "chat" / "milk_set.evalset.json"
             _add_a_failing_case(eval_set)
             panel.locator("button", has_text="refresh").first.click()
@@ -155,3 +157,36 @@ def test_24_adks_eval_tab_creates_adds_runs_and_shows_results(tmp_path: Path) ->
     # Only the dev server's graph and builder routes are missing, by design (as in W1).
     failed = [(status, method, path) for status, method, path in seen if status >= 400]
     assert all("/build_graph" in p or "/builder" in p for _, _, p in failed), failed
+
+
+def test_24_adks_eval_tab_says_when_the_eval_extra_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without rouge-score the run answers as ADK's does without its eval extra (400, "not
+    installed"), which ADK's UI shows the user instead of an empty result."""
+    import rondo.server.eval_runs as eval_runs
+    from rondo.errors import ConfigurationError
+
+    def missing() -> None:
+        raise ConfigurationError("response_match_score needs the rouge-score package")
+
+    monkeypatch.setattr(eval_runs, "require_rouge", missing)  # the server runs in-process
+    agents = _agents(tmp_path)
+    with adk_dev_ui(tmp_path, viewport={"width": 1440, "height": 900}, apps=agents) as ui:
+        page = ui.page
+        panel = page.locator(".mat-mdc-tab-body-active").first
+        try:
+            _chat_and_add_the_session(page, ui.ui_origin, panel)
+            page.get_by_text("Run All").click()
+            dialog = page.locator("mat-dialog-container")
+            dialog.get_by_text("Response Match").first.wait_for(timeout=30_000)
+            with page.expect_response(
+                lambda r: r.url.endswith("/eval-sets/milk_set/run"), timeout=_WAIT
+            ) as answer:
+                dialog.get_by_role("button", name="Run").click()
+            assert answer.value.status == 400
+            page.get_by_text("rondo's eval extra is not installed").wait_for(timeout=30_000)
+        except Exception:
+            page.screenshot(path=str(tmp_path / "eval_tab_failure.png"))
+            raise
+    assert not (agents / "chat" / ".adk" / "eval_history").exists()
