@@ -46,13 +46,19 @@ def json_response(value: Any) -> Response:
     return Response(dumps(value), media_type="application/json")
 
 
+# Fields ADK's models type as free-form dicts: a by-alias dump leaves their own keys as written
+# (a tool's argument `note_text` stays `note_text`).
+_FREE_FORM = frozenset({"state", "finalSessionState", "args", "response", "customMetadata"})
+
+
 def camel(value: Any) -> Any:
-    """ADK's by-alias dump: keys camelCase, but a session state's own keys left as written."""
+    """ADK's by-alias dump: keys camelCase, but the keys inside free-form dicts (session state,
+    a tool call's arguments, a tool's response) left as written."""
     if isinstance(value, dict):
         out: dict[str, object] = {}
         for key, item in value.items():  # pyright: ignore[reportUnknownVariableType]
             name = to_camel(str(key))  # pyright: ignore[reportUnknownArgumentType]
-            out[name] = item if name == "state" else camel(item)
+            out[name] = item if name in _FREE_FORM else camel(item)
         return out
     if isinstance(value, list):
         return [camel(item) for item in value]  # pyright: ignore[reportUnknownVariableType]
