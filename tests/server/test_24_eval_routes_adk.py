@@ -298,7 +298,6 @@ _FREE_FORM_SET = {
                     "invocation_id": "i1",
                     "user_content": {"role": "user", "parts": [{"text": "milk"}]},
                     "final_response": {"role": "model", "parts": [{"text": "noted"}]},
-                    "creation_timestamp": 1.0,
                     "intermediate_data": {
                         "invocation_events": [
                             {
@@ -326,8 +325,6 @@ _FREE_FORM_SET = {
                 }
             ],
             "session_input": {"app_name": "chat", "user_id": "u", "state": {"my_key": 1}},
-            # Given: ADK fills these defaults in on read, rondo answers what the file says.
-            "creation_timestamp": 1.0,
             "final_session_state": {"last_note": "milk"},
         }
     ],
@@ -353,13 +350,15 @@ def test_24_eval_case_keys_of_tool_calls_answer_like_live_adk_web(
         )
         assert put.status_code == 200, put.text
         again = client.get(f"{_E}/eval-sets/free/eval-cases/c").json()
-        # Only what the case says is compared: ADK also fills its models' defaults in (e.g.
-        # `finalSessionState: {}` after the PUT), which rondo leaves out.
-        answers.append(
-            [masked({k: c[k] for k in ("conversation", "sessionInput")}) for c in (case, again)]
-        )
+        answers.append([masked(case), masked(again)])
     theirs, ours = answers
     assert ours == theirs
+    # After the PUT both files hold the same case, snake_case as ADK writes it.
+    adk_file, rondo_file = (
+        json.loads((folder / "chat" / "free.evalset.json").read_text())
+        for _, folder in (adk, rondo)
+    )
+    assert masked(rondo_file["eval_cases"]) == masked(adk_file["eval_cases"])
     call = ours[1]["conversation"][0]["intermediateData"]["invocationEvents"][0]["content"]
     assert call["parts"][0]["functionCall"]["args"] == {"note_text": "milk", "by_who": {"a_b": 1}}
     assert call["parts"][1]["functionResponse"]["response"] == {"note_count": 1}
