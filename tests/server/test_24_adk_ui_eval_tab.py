@@ -159,11 +159,12 @@ def test_24_adks_eval_tab_creates_adds_runs_and_shows_results(tmp_path: Path) ->
     assert all("/build_graph" in p or "/builder" in p for _, _, p in failed), failed
 
 
-def test_24_adks_eval_tab_says_when_the_eval_extra_is_missing(
+def test_24_adks_eval_tab_opens_a_case_and_says_when_the_eval_extra_is_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without rouge-score the run answers as ADK's does without its eval extra (400, "not
-    installed"), which ADK's UI shows the user instead of an empty result."""
+    """The added case opens in ADK's UI; and without rouge-score the run answers as ADK's does
+    without its eval extra (400, "not installed"), which ADK's UI shows the user instead of an
+    empty result."""
     import rondo.server.eval_runs as eval_runs
     from rondo.errors import ConfigurationError
 
@@ -177,6 +178,19 @@ def test_24_adks_eval_tab_says_when_the_eval_extra_is_missing(
         panel = page.locator(".mat-mdc-tab-body-active").first
         try:
             _chat_and_add_the_session(page, ui.ui_origin, panel)
+            # The added case opens as the recorded conversation, read back from rondo. (Here,
+            # not before a run that must show its result: after a case's view ADK's UI shows
+            # "No Runs" for the next run, against `adk web` as against rondo.)
+            with page.expect_response(
+                lambda r: r.url.endswith("/eval_sets/milk_set/evals/milk_case")
+            ) as read:
+                panel.get_by_text("milk_case").click()
+            assert read.value.status == 200
+            panel.get_by_text("Case: milk_case").wait_for(timeout=30_000)
+            page.get_by_text("Stub reply: noted 'milk'").first.wait_for(timeout=30_000)
+            assert page.get_by_text('remember("milk")').count() >= 1
+            page.get_by_label("Close readonly view").click()
+            panel.get_by_text("milk_set", exact=True).click()
             page.get_by_text("Run All").click()
             dialog = page.locator("mat-dialog-container")
             dialog.get_by_text("Response Match").first.wait_for(timeout=30_000)
