@@ -37,9 +37,13 @@ class AdkUi:
 
 @contextmanager
 def adk_dev_ui(
-    tmp_path: Path, viewport: dict[str, int] | None = None, **app_options: Any
+    tmp_path: Path,
+    viewport: dict[str, int] | None = None,
+    apps: Path = APPS,
+    **app_options: Any,
 ) -> Iterator[AdkUi]:
-    """A Chromium page beside google-adk's dev UI and a rondo server (`create_app` options)."""
+    """A Chromium page beside google-adk's dev UI and a rondo server on `apps` (`create_app`
+    options)."""
     browser = adk_browser_dir()
     require(
         browser,
@@ -60,7 +64,7 @@ def adk_dev_ui(
     shutil.copytree(browser, ui)
     with _static(tmp_path) as ui_origin:
         app = create_app(
-            APPS, db="memory", allow_origins=[ui_origin], loopback_only=True, **app_options
+            apps, db="memory", allow_origins=[ui_origin], loopback_only=True, **app_options
         )
         with serve(app) as api:
             config = ui / "assets" / "config"

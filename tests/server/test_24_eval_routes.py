@@ -93,6 +93,13 @@ def test_24_case_update(launch: Launch, tmp_path: Path) -> None:
         url = "/dev/apps/chat/eval-sets/s/eval-cases/c1"
         assert http.put(url, json={"evalId": "other", "conversation": []}).status_code == 400
         assert http.put(url, json={"conversation": [], "rubrics": []}).status_code == 200
-        assert http.get(url).json() == {"evalId": "c1", "conversation": [], "rubrics": []}
+        # With the defaults ADK's EvalCase fills in on read (its answer carries them too).
+        assert http.get(url).json() == {
+            "evalId": "c1",
+            "conversation": [],
+            "rubrics": [],
+            "creationTimestamp": 0.0,
+            "finalSessionState": {},
+        }
         missing = "/dev/apps/chat/eval-sets/s/eval-cases/c9"
         assert http.put(missing, json={"conversation": []}).status_code == 404

@@ -285,3 +285,80 @@ def camel_keys(value: Any) -> Any:
     if isinstance(value, list):
         return [camel_keys(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
     return value
+
+
+# A hand-written case whose tool call, tool response and state have snake_case keys of their own.
+_FREE_FORM_SET = {
+    "eval_set_id": "free",
+    "eval_cases": [
+        {
+            "eval_id": "c",
+            "conversation": [
+                {
+                    "invocation_id": "i1",
+                    "user_content": {"role": "user", "parts": [{"text": "milk"}]},
+                    "final_response": {"role": "model", "parts": [{"text": "noted"}]},
+                    "intermediate_data": {
+                        "invocation_events": [
+                            {
+                                "author": "chat",
+                                "content": {
+                                    "role": "model",
+                                    "parts": [
+                                        {
+                                            "function_call": {
+                                                "name": "remember",
+                                                "args": {"note_text": "milk", "by_who": {"a_b": 1}},
+                                            }
+                                        },
+                                        {
+                                            "function_response": {
+                                                "name": "remember",
+                                                "response": {"note_count": 1},
+                                            }
+                                        },
+                                    ],
+                                },
+                            }
+                        ]
+                    },
+                }
+            ],
+            "session_input": {"app_name": "chat", "user_id": "u", "state": {"my_key": 1}},
+            "final_session_state": {"last_note": "milk"},
+        }
+    ],
+}
+
+
+def test_24_eval_case_keys_of_tool_calls_answer_like_live_adk_web(
+    adk: tuple[httpx.Client, Path], rondo: tuple[httpx.Client, Path]
+) -> None:
+    """A case read back keeps its tool calls' and responses' own keys (ADK types them as
+    free-form dicts), and the dev UI's edit (a PUT of what it read) changes nothing."""
+    answers: list[list[Any]] = []
+    for client, folder in (adk, rondo):
+        (folder / "chat" / "free.evalset.json").write_text(json.dumps(_FREE_FORM_SET))
+        read = client.get(f"{_E}/eval_sets/free/evals/c")
+        assert read.status_code == 200, read.text
+        case = read.json()
+        put = client.put(
+            f"{_E}/eval_sets/free/evals/c",
+            json={
+                k: case[k] for k in ("evalId", "conversation", "sessionInput", "creationTimestamp")
+            },
+        )
+        assert put.status_code == 200, put.text
+        again = client.get(f"{_E}/eval-sets/free/eval-cases/c").json()
+        answers.append([masked(case), masked(again)])
+    theirs, ours = answers
+    assert ours == theirs
+    # After the PUT both files hold the same case, snake_case as ADK writes it.
+    adk_file, rondo_file = (
+        json.loads((folder / "chat" / "free.evalset.json").read_text())
+        for _, folder in (adk, rondo)
+    )
+    assert masked(rondo_file["eval_cases"]) == masked(adk_file["eval_cases"])
+    call = ours[1]["conversation"][0]["intermediateData"]["invocationEvents"][0]["content"]
+    assert call["parts"][0]["functionCall"]["args"] == {"note_text": "milk", "by_who": {"a_b": 1}}
+    assert call["parts"][1]["functionResponse"]["response"] == {"note_count": 1}

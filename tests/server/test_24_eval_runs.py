@@ -152,3 +152,49 @@ def test_24_metrics_info(rondo: tuple[httpx.Client, Path]) -> None:
     assert "final_response_match_v2" in names
     efficiency = next(m for m in info if m["metricName"] == "token_usage_v1")
     assert efficiency["requiresThreshold"] is False
+
+
+def test_24_run_options_of_adks_dev_ui(
+    rondo: tuple[httpx.Client, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ADK's run dialog may send besides the metrics: its Live mode (not run by rondo:
+    400, never a standard run passed off as live), a user simulator (rondo's llm-backed one
+    is taken, ADK's audio one refused), and a missing eval extra answered as ADK does (400
+    saying it "is not installed", the one run error ADK's UI shows)."""
+    import rondo.server.eval_runs as eval_runs
+    from rondo.errors import ConfigurationError
+
+    client, _ = rondo
+    sid = _session_with_a_turn(client)
+    client.post(f"{_E}/eval-sets", json={"evalSet": {"eval_set_id": "s", "eval_cases": []}})
+    client.post(
+        f"{_E}/eval-sets/s/add-session", json={"evalId": "c", "sessionId": sid, "userId": "u"}
+    )
+    run = f"{_E}/eval-sets/s/run"
+    base = {"eval_case_ids": ["c"], "eval_metrics": _METRICS}
+    live = client.post(run, json={**base, "live_model_config": {}})
+    assert live.status_code == 400
+    assert "live_model_config" in live.json()["detail"]
+    audio = {"type": "llm_audio", "audio_model": "a-live-model"}
+    refused = client.post(run, json={**base, "user_simulator_config": audio})
+    assert refused.status_code == 400
+    assert "llm_backed" in refused.json()["detail"]
+    bad = {"type": "llm_backed", "max_allowed_invocations": "many"}
+    assert client.post(run, json={**base, "user_simulator_config": bad}).status_code == 400
+    assert client.get(f"{_E}/eval-results").json()["evalResultIds"] == []
+    simulated = {"type": "llm_backed", "model": "gemini-2.5-flash", "max_allowed_invocations": 3}
+    taken = client.post(run, json={**base, "user_simulator_config": simulated})
+    assert taken.status_code == 200
+    assert taken.json()["runEvalResults"][0]["finalEvalStatus"] == 1
+
+    def missing() -> None:
+        raise ConfigurationError("response_match_score needs the rouge-score package")
+
+    monkeypatch.setattr(eval_runs, "require_rouge", missing)
+    no_extra = client.post(run, json=base)
+    assert no_extra.status_code == 400
+    assert "not installed" in no_extra.json()["detail"]
+    # Without ROUGE in the metrics, the run needs no extra.
+    only_tools = client.post(run, json={**base, "eval_metrics": _METRICS[:1]})
+    assert only_tools.status_code == 200
+    assert len(client.get(f"{_E}/eval-results").json()["evalResultIds"]) == 2

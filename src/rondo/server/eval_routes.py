@@ -7,6 +7,7 @@ Answers use ADK's camelCase aliases. Adding a session, running an eval and the m
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import time
@@ -15,7 +16,7 @@ from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Body, Request
 from fastapi.responses import Response
-from pydantic.alias_generators import to_camel
+from pydantic.alias_generators import to_camel, to_snake
 
 from rondo.server.errors import BadRequestError, InvalidValueError, NotFoundError, SafeRoute
 from rondo.server.state import server_state
@@ -46,17 +47,82 @@ def json_response(value: Any) -> Response:
     return Response(dumps(value), media_type="application/json")
 
 
+# Fields ADK's models type as free-form dicts: a by-alias dump leaves their own keys as written
+# (a tool's argument `note_text` stays `note_text`).
+_FREE_FORM = frozenset({"state", "finalSessionState", "args", "response", "customMetadata"})
+
+
 def camel(value: Any) -> Any:
-    """ADK's by-alias dump: keys camelCase, but a session state's own keys left as written."""
+    """ADK's by-alias dump: keys camelCase, but the keys inside free-form dicts (session state,
+    a tool call's arguments, a tool's response) left as written."""
     if isinstance(value, dict):
         out: dict[str, object] = {}
         for key, item in value.items():  # pyright: ignore[reportUnknownVariableType]
             name = to_camel(str(key))  # pyright: ignore[reportUnknownArgumentType]
-            out[name] = item if name == "state" else camel(item)
+            out[name] = item if name in _FREE_FORM else camel(item)
         return out
     if isinstance(value, list):
         return [camel(item) for item in value]  # pyright: ignore[reportUnknownVariableType]
     return value
+
+
+def snake(value: Any) -> Any:
+    """`camel`'s inverse, for what is written to disk: ADK writes its models snake_case."""
+    if isinstance(value, dict):
+        out: dict[str, object] = {}
+        for key, item in value.items():  # pyright: ignore[reportUnknownVariableType]
+            name = to_snake(str(key))  # pyright: ignore[reportUnknownArgumentType]
+            out[name] = item if to_camel(name) in _FREE_FORM else snake(item)
+        return out
+    if isinstance(value, list):
+        return [snake(item) for item in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
+
+
+# What ADK's `EvalCase` fills in when it reads a case and leaves out of its files (written with
+# `exclude_defaults`): (camelCase name, snake_case name, default), for the case and each turn.
+_Defaults = tuple[tuple[str, str, object], ...]
+_CASE_DEFAULTS: _Defaults = (
+    ("creationTimestamp", "creation_timestamp", 0.0),
+    ("finalSessionState", "final_session_state", {}),
+)
+_TURN_DEFAULTS: _Defaults = (
+    ("invocationId", "invocation_id", ""),
+    ("creationTimestamp", "creation_timestamp", 0.0),
+)
+
+
+def _turns(case: dict[str, Any]) -> list[dict[str, object]]:
+    turns: Any = case.get("conversation")
+    items = cast("list[object]", turns) if isinstance(turns, list) else []
+    return [cast("dict[str, object]", t) for t in items if isinstance(t, dict)]
+
+
+def _drop_defaults(fields: dict[str, object], defaults: _Defaults) -> None:
+    for _, name, default in defaults:
+        if name in fields and fields[name] == default:
+            del fields[name]
+
+
+def _without_defaults(case: dict[str, object]) -> dict[str, object]:
+    """A snake_case case as ADK writes it: the fields that hold their default left out."""
+    _drop_defaults(case, _CASE_DEFAULTS)
+    for turn in _turns(case):
+        _drop_defaults(turn, _TURN_DEFAULTS)
+    return case
+
+
+def _with_defaults(case: dict[str, Any]) -> dict[str, Any]:
+    """A camelCase case with the defaults ADK's answers carry."""
+    for name, _, default in _CASE_DEFAULTS:
+        case.setdefault(name, copy.copy(default))
+    for turn in _turns(case):
+        for name, _, default in _TURN_DEFAULTS:
+            turn.setdefault(name, default)
+    given: Any = case.get("sessionInput")
+    if isinstance(given, dict):
+        cast("dict[str, object]", given).setdefault("state", {})
+    return case
 
 
 def app_dir(request: Request, app_name: str) -> Path:
@@ -162,7 +228,7 @@ async def _get_case(
     data = read_set(set_path(request, app_name, eval_set_id))
     for case in cases_of(data) if data is not None else []:
         if case_id(case) == eval_case_id:
-            return json_response(camel(case))
+            return json_response(_with_defaults(camel(case)))
     raise NotFoundError(f"Eval set `{eval_set_id}` or Eval `{eval_case_id}` not found.")
 
 
@@ -201,7 +267,8 @@ async def _update_case(
     if index is None:
         raise NotFoundError(f"Eval case `{eval_case_id}` not found.")
     case.pop("evalId", None)
-    cases[index] = {**case, "eval_id": eval_case_id}
+    # ADK's dev UI sends the case camelCase; ADK stores it as its files are written.
+    cases[index] = _without_defaults({**snake(case), "eval_id": eval_case_id})
     data.pop("evalCases", None)
     data["eval_cases"] = cases
     path.write_text(json.dumps(data, indent=2), encoding="utf-8")

@@ -10,6 +10,7 @@ and answers with rondo's report (scores, failing cases' diffs, tokens and dollar
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import uuid
@@ -18,7 +19,9 @@ from typing import Annotated, Any, cast
 from fastapi import APIRouter, Body, Request
 from fastapi.responses import Response
 
+from rondo.errors import ConfigurationError
 from rondo.evaluation import (
+    RESPONSE_MATCH,
     EvalConfig,
     EvalSetError,
     SessionInput,
@@ -34,7 +37,9 @@ from rondo.evaluation.adk_results import (
     case_result_json,
     invocations_from_events,
 )
+from rondo.evaluation.config import parse_simulator_options
 from rondo.evaluation.report import CaseResult, EvalReport
+from rondo.evaluation.rouge import require_rouge
 from rondo.server.errors import BadRequestError, InvalidValueError, NotFoundError, SafeRoute
 from rondo.server.eval_routes import (
     RESULT_SUFFIX,
@@ -154,6 +159,31 @@ def _criteria(metrics: object) -> tuple[EvalConfig, list[str]]:
     return config, [name for name, _ in config.not_evaluated]
 
 
+def _run_options(config: EvalConfig, body: dict[str, object]) -> EvalConfig:
+    """The request's run options on `config`, or 400 for what rondo cannot run."""
+    if _field(body, "live_model_config") is not None:
+        # ADK's dev UI sends this for its "Live" run mode; rondo scores standard runs only,
+        # and running one instead would pass off a standard run as a live one.
+        raise BadRequestError(
+            "rondo runs eval cases in standard mode only: live_model_config is not supported"
+        )
+    simulator = _field(body, "user_simulator_config")
+    if simulator is not None:
+        try:
+            options = parse_simulator_options(simulator, "userSimulatorConfig")
+        except EvalSetError as exc:
+            raise BadRequestError(str(exc)) from None
+        config = dataclasses.replace(config, user_simulator=options)
+    if any(c.metric == RESPONSE_MATCH for c in config.criteria):
+        try:
+            require_rouge()  # before any case runs, as ADK checks its eval extra first
+        except ConfigurationError as exc:
+            # ADK answers 400 saying its eval module "is not installed"; its dev UI shows
+            # such an answer to the user (and no other error of a run).
+            raise BadRequestError(f"rondo's eval extra is not installed: {exc}") from None
+    return config
+
+
 async def _run(
     app_name: str, eval_set_id: str, request: Request, body: dict[str, object]
 ) -> tuple[str, list[dict[str, object]], EvalReport]:
@@ -164,6 +194,7 @@ async def _run(
     if _field(body, "eval_metrics") is None:
         raise InvalidValueError("evalMetrics is required")
     config, skipped = _criteria(_field(body, "eval_metrics"))
+    config = _run_options(config, body)
     chosen = _field(body, "eval_case_ids") or _field(body, "eval_ids")
     listed = cast("list[object]", chosen) if isinstance(chosen, list) else []
     wanted = {str(w) for w in listed}
