@@ -49,10 +49,14 @@ class ServerTimeouts:
 
 def uvicorn_options(timeouts: ServerTimeouts, http: str = "auto") -> dict[str, Any]:
     """The `uvicorn.Config` arguments that apply the keep-alive and header timeouts (the body
-    timeout is the app's: `create_app(body_timeout=...)`)."""
+    timeout is the app's: `create_app(body_timeout=...)`), and uvicorn's logging with a
+    cheaper access-log formatter writing the same lines (`rondo.server.access_log`)."""
+    from rondo.server.access_log import log_config
+
     return {
         "timeout_keep_alive": timeouts.keep_alive,
         "http": protocol_with_header_timeout(timeouts.header, http),
+        "log_config": log_config(),
     }
 
 
