@@ -206,3 +206,31 @@ async def _call(app: Any, method: str, path: str, body: bytes = b"") -> tuple[in
 
     await app(scope, receive, send)
     return status, b"".join(chunks)
+
+
+def test_25_5_the_short_lane_steps_aside_when_fastapis_telemetry_is_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A hot request skips FastAPI's layers only while its telemetry is off; with a tracer
+    provider set (as an OpenTelemetry SDK sets it), FastAPI's own telemetry sees it."""
+    import opentelemetry.trace as otel_trace
+
+    from rondo.server.hot_routes import RondoApp
+
+    app = _app(True)
+    assert isinstance(app, RondoApp)
+    asked: list[bool] = []
+
+    def enabled() -> bool:
+        asked.append(True)
+        return otel_trace._TRACER_PROVIDER is not None  # pyright: ignore[reportPrivateUsage]
+
+    monkeypatch.setattr(otel_trace, "_TRACER_PROVIDER", None)
+    monkeypatch.setattr(app._native_telemetry, "enabled", enabled)  # pyright: ignore[reportPrivateUsage]
+    probe = app._probe()  # pyright: ignore[reportPrivateUsage]
+    asked.clear()
+    assert not probe.on()
+    assert asked == []  # off without asking OpenTelemetry's getters
+    monkeypatch.setattr(otel_trace, "_TRACER_PROVIDER", object())
+    assert probe.on()
+    assert asked == [True]

@@ -15,6 +15,7 @@ in the OpenAPI schema as they are.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -22,7 +23,7 @@ from fastapi import FastAPI
 from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -113,12 +114,26 @@ class HotRoute(BaseRoute):
         (model, required, call), parts = found
         body: Any = None
         if model is not None:
-            raw = await request.body()
+            raw = await _body(request.receive)
             body = _parse(model, required, raw, request.headers.get("content-type"))
             if body is _FASTAPI:
                 await _hand_over(request.scope, raw, request.receive, send, fallback)
                 return None
         return await answer_safely(request, lambda: call(request, parts, body))
+
+
+async def _body(receive: Receive) -> bytes:
+    """The whole request body, as `Request.body` reads it, without its async generator (an
+    async generator's first step and close cost a dozen Python calls)."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.request":
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        elif message["type"] == "http.disconnect":
+            raise ClientDisconnect
 
 
 async def _hand_over(
@@ -179,18 +194,25 @@ class RondoApp(FastAPI):
     request the hot route hands over, takes FastAPI's whole stack."""
 
     _lane: ASGIApp | None = None
+    _telemetry_probe: _TelemetryProbe | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not self.root_path:
             hot = self.router.routes[0] if self.router.routes else None
             found = _which(scope) if isinstance(hot, HotRoute) else None
-            if found is not None and not self._native_telemetry.enabled():
+            if found is not None and not (self._telemetry_probe or self._probe()).on():
                 scope["app"] = self
                 scope["router"] = self.router
                 scope[_FOUND] = found
                 await (self._lane or self._build_lane())(scope, receive, send)
                 return
         await super().__call__(scope, receive, send)
+
+    def _probe(self) -> _TelemetryProbe:
+        config = self._telemetry
+        explicit = any(config[k] is not None for k in _EXPLICIT_PROVIDERS)  # pyright: ignore[reportTypedDictNotRequiredAccess]
+        self._telemetry_probe = probe = _TelemetryProbe(self._native_telemetry.enabled, explicit)
+        return probe
 
     def _build_lane(self) -> ASGIApp:
         lane: ASGIApp = self._hot_endpoint
@@ -212,6 +234,43 @@ class RondoApp(FastAPI):
             response = await handler(request, exc)
         if response is not None:
             await response(scope, receive, send)
+
+
+_EXPLICIT_PROVIDERS = ("tracer_provider", "meter_provider", "logger_provider")
+# Where OpenTelemetry's API keeps the global providers, None until one is set.
+_PROVIDER_GLOBALS = (
+    ("opentelemetry.trace", "_TRACER_PROVIDER"),
+    ("opentelemetry.metrics._internal", "_METER_PROVIDER"),
+    ("opentelemetry._logs._internal", "_LOGGER_PROVIDER"),
+)
+
+
+class _TelemetryProbe:
+    """Whether FastAPI's telemetry is on for a request, as `NativeTelemetry.enabled` says.
+
+    `enabled` asks OpenTelemetry for its three global providers on every request, and each
+    getter looks its environment variable up while none is set (~20 Python calls a request).
+    Once `enabled` has run (a provider named by the environment is then loaded and set), it
+    can only turn on by a provider being set, which fills that global: while all three are
+    None, it is off. The globals are read by name; an OpenTelemetry without them, or an app
+    configured with providers of its own, asks `enabled` every time."""
+
+    def __init__(self, enabled: Callable[[], bool], explicit: bool) -> None:
+        self._enabled = enabled
+        enabled()  # loads the providers the environment names, as FastAPI's first call would
+        self._globals: list[tuple[dict[str, Any], str]] | None = []
+        for module_name, name in _PROVIDER_GLOBALS:
+            module = sys.modules.get(module_name)
+            if explicit or module is None or name not in vars(module):
+                self._globals = None
+                break
+            self._globals.append((vars(module), name))
+
+    def on(self) -> bool:
+        found = self._globals
+        if found is not None and all(space[name] is None for space, name in found):
+            return False
+        return self._enabled()
 
 
 def _handler_for(handlers: Mapping[Any, Callable[..., Any]], exc: Exception) -> Any:
