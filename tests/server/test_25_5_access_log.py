@@ -47,7 +47,9 @@ def test_25_5_other_formats_and_records_take_uvicorns_path() -> None:
         other.msecs = record.msecs
         assert ours.format(record) == theirs.format(other)
     odd = logging.LogRecord("uvicorn.access", logging.INFO, "h.py", 1, "%s", ("x",), None)
-    with pytest.raises(ValueError, match="unpack"):  # uvicorn's own path: it needs its five values too
+    with pytest.raises(
+        ValueError, match="unpack"
+    ):  # uvicorn's own path: it needs its five values too
         AccessFormatter(_FMT, use_colors=False).format(odd)
 
 

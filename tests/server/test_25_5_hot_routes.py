@@ -19,6 +19,7 @@ import pytest
 
 from rondo.server import create_app
 from rondo.server.hot_routes import HotRoute
+from rondo.server.timeouts import ServerTimeouts, uvicorn_options
 from tests.server._live import APPS, serve, sse_events
 
 _VOLATILE = {"id", "lastUpdateTime", "timestamp", "invocationId", "runId"}
@@ -36,9 +37,10 @@ def _app(hot: bool) -> Any:
 @pytest.fixture(scope="module")
 def servers() -> Iterator[tuple[httpx.Client, httpx.Client]]:
     """(the app as built, the app without its hot route)."""
+    options = uvicorn_options(ServerTimeouts())  # the HTTP protocol `rondo api-server` runs
     with (
-        serve(_app(True)) as hot_url,
-        serve(_app(False)) as plain_url,
+        serve(_app(True), **options) as hot_url,
+        serve(_app(False), **options) as plain_url,
         httpx.Client(base_url=hot_url, timeout=10) as hot,
         httpx.Client(base_url=plain_url, timeout=10) as plain,
     ):
