@@ -268,7 +268,10 @@ class _TelemetryProbe:
 
     def on(self) -> bool:
         found = self._globals
-        if found is not None and all(space[name] is None for space, name in found):
+        if found is not None:
+            for space, name in found:  # (a loop: a generator costs a call per item)
+                if space[name] is not None:
+                    return self._enabled()
             return False
         return self._enabled()
 

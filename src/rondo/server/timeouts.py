@@ -117,6 +117,9 @@ class BatchedWrites:
         if not self.transport.is_closing():
             self.transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
 
+    def is_closing(self) -> bool:
+        return self.transport.is_closing()
+
     def close(self) -> None:
         self.flush()
         self.transport.close()

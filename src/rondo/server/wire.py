@@ -456,9 +456,10 @@ def _actions_json(actions: EventActions) -> dict[str, object]:
     if actions.escalate is not None:
         out["escalate"] = actions.escalate
     out["requestedAuthConfigs"] = {}
-    out["requestedToolConfirmations"] = {
-        k: _confirmation_json(v) for k, v in actions.requested_tool_confirmations.items()
-    }
+    confirmations = actions.requested_tool_confirmations
+    out["requestedToolConfirmations"] = (
+        {k: _confirmation_json(v) for k, v in confirmations.items()} if confirmations else {}
+    )
     compaction = actions.compaction
     if compaction is not None:
         out["compaction"] = {
@@ -526,8 +527,17 @@ def adk_finish_reason(reason: str) -> str:
 def event_json(event: Event) -> dict[str, object]:
     """An `Event` in ADK's JSON, keys in ADK's order, nothing null."""
     out: dict[str, object] = {}
-    if event.content is not None:
-        out["content"] = content_json(event.content)
+    content = event.content
+    has_call = False
+    if content is not None:
+        # content_json inlined, with the scan for calls in the same pass (an event is
+        # projected for every SSE frame and every session read: issue 25.5).
+        parts = content.parts
+        for part in parts:
+            if part.function_call is not None:
+                has_call = True
+                break
+        out["content"] = {"parts": [part_json(p) for p in parts], "role": content.role}
     transcription = event.input_transcription is not None or event.output_transcription is not None
     if event.partial or transcription:
         # ADK writes `partial: false` on a finished transcription (it sets it explicitly).
@@ -551,7 +561,7 @@ def event_json(event: Event) -> dict[str, object]:
         out["inputTranscription"] = {"text": event.input_transcription, "finished": finished}
     if event.output_transcription is not None:
         out["outputTranscription"] = {"text": event.output_transcription, "finished": finished}
-    handle = _resumption_handle(event)
+    handle = _resumption_handle(event) if event.custom_metadata else None
     if handle is not None:
         out["liveSessionResumptionUpdate"] = {"newHandle": handle, "resumable": True}
     out["invocationId"] = event.invocation_id
@@ -559,7 +569,7 @@ def event_json(event: Event) -> dict[str, object]:
     out["actions"] = _actions_json(event.actions)
     out["nodeInfo"] = {"path": event.branch}
     ids = event.long_running_tool_ids
-    if ids or _has_call(event):
+    if ids or has_call:
         # ADK writes the (possibly empty) list on every event that carries function calls.
         out["longRunningToolIds"] = sorted(ids)
     if event.branch:
@@ -581,11 +591,6 @@ def _resumption_handle(event: Event) -> str | None:
         return None
     handle = cast(dict[str, Any], live).get("resumption_handle")
     return handle if isinstance(handle, str) else None
-
-
-def _has_call(event: Event) -> bool:
-    content = event.content
-    return content is not None and any(p.function_call is not None for p in content.parts)
 
 
 def version_tag(session: Session) -> str:
