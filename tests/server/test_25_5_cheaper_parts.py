@@ -31,3 +31,30 @@ def test_25_5_a_json_answer_has_starlettes_headers() -> None:
     assert answer.body == body
     assert answer.status_code == 200
     assert answer.headers["etag"] == '"3"'
+
+
+async def test_25_5_the_body_timer_times_out_and_lets_other_cancellations_through() -> None:
+    import asyncio
+
+    import pytest
+
+    from rondo.server.limits import BodyTimeoutError, _within  # pyright: ignore[reportPrivateUsage]
+
+    async def never() -> dict[str, object]:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def at_once() -> dict[str, object]:
+        return {"type": "http.request", "body": b"{}"}
+
+    assert await _within(5, at_once) == {"type": "http.request", "body": b"{}"}
+    with pytest.raises(BodyTimeoutError):
+        await _within(0.02, never)
+    waiting = asyncio.ensure_future(_within(5, never))
+    await asyncio.sleep(0.01)
+    waiting.cancel()  # the server stops: a cancellation, not a timeout
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    current = asyncio.current_task()
+    assert current is not None
+    assert current.cancelling() == 0
