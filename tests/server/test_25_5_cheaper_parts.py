@@ -58,3 +58,34 @@ async def test_25_5_the_body_timer_times_out_and_lets_other_cancellations_throug
     current = asyncio.current_task()
     assert current is not None
     assert current.cancelling() == 0
+
+
+def test_25_5_the_projection_holds_plain_dicts_only() -> None:
+    """pydantic-core writes a dict subclass (a record's read-only maps) ~1 µs slower than a
+    dict: the ADK projection hands it plain ones, down to the call's arguments."""
+    from rondo.events import Event, EventActions
+    from rondo.server.wire import event_json
+    from rondo.types import Content, FunctionCall, FunctionResponse, Part
+
+    call = Part(function_call=FunctionCall(name="remember", args={"note": "x"}, id="c1"))
+    answer = Part(function_response=FunctionResponse(name="remember", response={"ok": 1}))
+    event = Event(
+        author="chat",
+        content=Content(role="model", parts=[call, answer]),
+        actions=EventActions(state_delta={"k": 1}, artifact_delta={"a": 0}),
+        custom_metadata={"m": 1},
+    )
+    seen: list[type] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, dict):
+            seen.append(type(value))  # pyright: ignore[reportUnknownArgumentType]
+            for item in value.values():  # pyright: ignore[reportUnknownVariableType]
+                walk(item)  # pyright: ignore[reportUnknownArgumentType]
+        elif isinstance(value, list):
+            for item in value:  # pyright: ignore[reportUnknownVariableType]
+                walk(item)  # pyright: ignore[reportUnknownArgumentType]
+
+    walk(event_json(event))
+    assert len(seen) > 8
+    assert set(seen) == {dict}
