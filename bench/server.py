@@ -195,7 +195,9 @@ def adk_python() -> str:
 
 def command(subject: str, port: int) -> list[str]:
     if subject == "rondo":
-        rondo = str(ROOT / ".venv" / "bin" / "rondo")
+        # The checkout's venv, else the one running this (a worktree borrowing another's).
+        script = ROOT / ".venv" / "bin" / "rondo"
+        rondo = str(script if script.exists() else Path(sys.executable).parent / "rondo")
         return [rondo, "api-server", str(RONDO_APPS), "--port", str(port), "--db", "memory"]
     python = adk_python()
     # In-memory sessions and artifacts, as rondo's `--db memory`.

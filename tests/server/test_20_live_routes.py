@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
+from rondo.server.timeouts import ServerTimeouts, uvicorn_options
 from tests._require import require_module
 from tests.server._live import APPS, serve
 
@@ -36,7 +37,8 @@ def server(**options: Any) -> Iterator[tuple[str, Any]]:
     options.setdefault("db", "memory")
     options.setdefault("loopback_only", True)
     app = create_app(APPS, **options)
-    with serve(app) as url:
+    # The HTTP protocol `rondo api-server` runs (its writes batched; an upgrade leaves them).
+    with serve(app, **uvicorn_options(ServerTimeouts())) as url:
         yield url, app
 
 

@@ -52,8 +52,29 @@ _SESSION = "/apps/{app_name}/users/{user_id}/sessions/{session_id}"
 _ARTIFACT = _SESSION + "/artifacts/{artifact_name:path}"
 
 
-def _json(value: Any) -> Response:
-    return Response(dumps(value), media_type="application/json")
+class _JsonAnswer(Response):
+    """A 200 JSON answer with its headers written out at once: Starlette's `Response`
+    renders and lists them through a few calls, and an ETag added later through its
+    `MutableHeaders` a few more (every run reads a session back: issue 25.5). The same
+    headers, in the same order."""
+
+    media_type = "application/json"
+
+    def __init__(self, body: bytes, etag: str | None = None) -> None:  # pyright: ignore[reportMissingSuperCall]
+        self.status_code = 200
+        self.background = None
+        self.body = body
+        headers = [(b"content-length", str(len(body)).encode()), (b"content-type", _JSON_TYPE)]
+        if etag is not None:
+            headers.append((b"etag", etag.encode("latin-1")))
+        self.raw_headers = headers
+
+
+_JSON_TYPE = b"application/json"
+
+
+def _json(value: Any, etag: str | None = None) -> Response:
+    return _JsonAnswer(dumps(value), etag)
 
 
 # -- server -------------------------------------------------------------------------------
@@ -211,9 +232,7 @@ async def get_session(app_name: str, user_id: str, session_id: str, request: Req
     """The session; its `ETag` is its version (what a rewind's `expectedVersion` names)."""
     state = owner(request, user_id)
     session = await _session_or_404(state, app_name, user_id, session_id)
-    answer = _json(session_json(session))
-    answer.headers["ETag"] = version_tag(session)
-    return answer
+    return _json(session_json(session), version_tag(session))
 
 
 @router.patch(_SESSION, response_model=WireSession)

@@ -31,7 +31,7 @@ from rondo.server.claims import CLAIM_TTL
 from rondo.server.discovery import AppRegistry
 from rondo.server.errors import install_error_handlers
 from rondo.server.guard import RequestGuard
-from rondo.server.hot_routes import install_hot_routes
+from rondo.server.hot_routes import RondoApp, install_hot_routes
 from rondo.server.limits import BodyLimit
 from rondo.server.state import ServerState
 from rondo.server.timeouts import ServerTimeouts
@@ -147,7 +147,7 @@ def create_app(
             if owned:
                 await sessions.close()
 
-    app = FastAPI(
+    app = RondoApp(
         title="rondo",
         version=__version__,
         description="google-adk's REST + SSE API, rondo's lifecycle stream and pending calls. "

@@ -68,11 +68,7 @@ class BodyLimit:
             if timeout is None or body_done:
                 message = await receive()  # after the body: waiting for a disconnect is fine
             else:
-                try:
-                    async with asyncio.timeout(timeout):
-                        message = await receive()
-                except TimeoutError:
-                    raise BodyTimeoutError(timeout) from None
+                message = await _within(timeout, receive)
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
@@ -92,6 +88,31 @@ class BodyLimit:
             if started:
                 raise
             await _refusal(exc)(scope, receive, send)
+
+
+async def _within(seconds: float, receive: Receive) -> Message:
+    """`receive()`, or `BodyTimeoutError` after `seconds`: what `asyncio.timeout` does (a
+    timer that cancels the task, told apart from any other cancellation), without its
+    context manager's ~5 µs, twice a run (issue 25.5)."""
+    task = asyncio.current_task()
+    assert task is not None
+    cancelling = task.cancelling()
+    expired = False
+
+    def expire() -> None:
+        nonlocal expired
+        expired = True
+        task.cancel()
+
+    timer = asyncio.get_running_loop().call_later(seconds, expire)
+    try:
+        return await receive()
+    except asyncio.CancelledError:
+        if expired and task.uncancel() <= cancelling:
+            raise BodyTimeoutError(seconds) from None
+        raise
+    finally:
+        timer.cancel()
 
 
 def _refusal(exc: HTTPException) -> JSONResponse:

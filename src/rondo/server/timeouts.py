@@ -49,10 +49,14 @@ class ServerTimeouts:
 
 def uvicorn_options(timeouts: ServerTimeouts, http: str = "auto") -> dict[str, Any]:
     """The `uvicorn.Config` arguments that apply the keep-alive and header timeouts (the body
-    timeout is the app's: `create_app(body_timeout=...)`)."""
+    timeout is the app's: `create_app(body_timeout=...)`), and uvicorn's logging with a
+    cheaper access-log formatter writing the same lines (`rondo.server.access_log`)."""
+    from rondo.server.access_log import log_config
+
     return {
         "timeout_keep_alive": timeouts.keep_alive,
         "http": protocol_with_header_timeout(timeouts.header, http),
+        "log_config": log_config(),
     }
 
 
@@ -82,6 +86,57 @@ def _base_protocol(http: str) -> type[Any]:
     raise ConfigurationError(f"unknown HTTP implementation {http!r}: auto, httptools or h11")
 
 
+class BatchedWrites:
+    """A connection's transport whose writes of one event-loop turn leave as one send.
+
+    uvicorn writes a response's head and its body (and each SSE frame) with a `write` each,
+    and uvloop sends each at once: a system call apiece. Held until the loop's next turn, the
+    head and body of a plain answer, and the head and first frame of a stream, go out in one.
+    Everything else is the transport's; closing sends what is held first."""
+
+    __slots__ = ("_loop", "_pending", "transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self.transport = transport
+        self._loop = loop
+        self._pending: list[bytes] | None = None
+
+    def write(self, data: bytes) -> None:
+        pending = self._pending
+        if pending is None:
+            self._pending = [data]
+            self._loop.call_soon(self.flush)
+        else:
+            pending.append(data)
+
+    def flush(self) -> None:
+        pending = self._pending
+        if pending is None:
+            return
+        self._pending = None
+        if not self.transport.is_closing():
+            self.transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
+
+    def is_closing(self) -> bool:
+        return self.transport.is_closing()
+
+    def close(self) -> None:
+        self.flush()
+        self.transport.close()
+
+    def abort(self) -> None:
+        self._pending = None
+        self.transport.abort()
+
+    def get_write_buffer_size(self) -> int:
+        pending = self._pending
+        held = sum(map(len, pending)) if pending else 0
+        return held + self.transport.get_write_buffer_size()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+
 def protocol_with_header_timeout(seconds: float, http: str = "auto") -> type[asyncio.Protocol]:
     """uvicorn's HTTP protocol, closing a connection whose request head is late (`408`)."""
     base = _base_protocol(http)
@@ -93,10 +148,20 @@ def protocol_with_header_timeout(seconds: float, http: str = "auto") -> type[asy
         _timer: asyncio.TimerHandle | None = None
         _seen: Any = None  # the request cycle whose head stopped the timer
         _partial = False  # bytes of a request head arrived while the timer ran
+        _batched: BatchedWrites | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
             super().connection_made(transport)  # pyright: ignore[reportUnknownMemberType]
+            self._batched = self.transport = BatchedWrites(transport, self.loop)
             self._arm()
+
+        def handle_websocket_upgrade(self, *args: Any) -> None:
+            # The WebSocket protocol writes to the socket's own transport.
+            batched = self._batched
+            if batched is not None:
+                batched.flush()
+                self.transport = batched.transport
+            super().handle_websocket_upgrade(*args)  # pyright: ignore[reportUnknownMemberType]
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()

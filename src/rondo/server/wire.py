@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
@@ -367,6 +368,12 @@ class ListAppsResponse(_Doc):
 # -- projections --------------------------------------------------------------------------
 
 
+def _plain(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """A record's read-only map as a plain dict (shallow): pydantic-core serializes a dict
+    subclass ~1 µs slower than a dict, and an event holds three or more (issue 25.5)."""
+    return dict(mapping) if mapping else {}
+
+
 def part_json(part: Part) -> dict[str, object]:
     """A `Part` in ADK's JSON."""
     out: dict[str, object] = {}
@@ -385,7 +392,7 @@ def part_json(part: Part) -> dict[str, object]:
         if response.id is not None:
             wire["id"] = response.id
         wire["name"] = response.name
-        wire["response"] = response.response
+        wire["response"] = _plain(response.response)
         out["functionResponse"] = wire
     if part.inline_data is not None:
         out["inlineData"] = _blob_json(part.inline_data)
@@ -410,7 +417,7 @@ def _call_json(call: FunctionCall) -> dict[str, object]:
     out: dict[str, object] = {}
     if call.id is not None:
         out["id"] = call.id
-    out["args"] = call.args
+    out["args"] = _plain(call.args)
     out["name"] = call.name
     if call.partial_args is not None:
         out["partialArgs"] = [
@@ -449,16 +456,17 @@ def _actions_json(actions: EventActions) -> dict[str, object]:
     out: dict[str, object] = {}
     if actions.skip_summarization is not None:
         out["skipSummarization"] = actions.skip_summarization
-    out["stateDelta"] = actions.state_delta
-    out["artifactDelta"] = actions.artifact_delta
+    out["stateDelta"] = _plain(actions.state_delta)
+    out["artifactDelta"] = _plain(actions.artifact_delta)
     if actions.transfer_to_agent is not None:
         out["transferToAgent"] = actions.transfer_to_agent
     if actions.escalate is not None:
         out["escalate"] = actions.escalate
     out["requestedAuthConfigs"] = {}
-    out["requestedToolConfirmations"] = {
-        k: _confirmation_json(v) for k, v in actions.requested_tool_confirmations.items()
-    }
+    confirmations = actions.requested_tool_confirmations
+    out["requestedToolConfirmations"] = (
+        {k: _confirmation_json(v) for k, v in confirmations.items()} if confirmations else {}
+    )
     compaction = actions.compaction
     if compaction is not None:
         out["compaction"] = {
@@ -526,8 +534,17 @@ def adk_finish_reason(reason: str) -> str:
 def event_json(event: Event) -> dict[str, object]:
     """An `Event` in ADK's JSON, keys in ADK's order, nothing null."""
     out: dict[str, object] = {}
-    if event.content is not None:
-        out["content"] = content_json(event.content)
+    content = event.content
+    has_call = False
+    if content is not None:
+        # content_json inlined, with the scan for calls in the same pass (an event is
+        # projected for every SSE frame and every session read: issue 25.5).
+        parts = content.parts
+        for part in parts:
+            if part.function_call is not None:
+                has_call = True
+                break
+        out["content"] = {"parts": [part_json(p) for p in parts], "role": content.role}
     transcription = event.input_transcription is not None or event.output_transcription is not None
     if event.partial or transcription:
         # ADK writes `partial: false` on a finished transcription (it sets it explicitly).
@@ -543,7 +560,7 @@ def event_json(event: Event) -> dict[str, object]:
     if event.interrupted:
         out["interrupted"] = True
     if event.custom_metadata is not None:
-        out["customMetadata"] = event.custom_metadata
+        out["customMetadata"] = _plain(event.custom_metadata)
     if event.usage is not None:
         out["usageMetadata"] = _usage_json(event.usage)
     finished = not event.partial
@@ -551,7 +568,7 @@ def event_json(event: Event) -> dict[str, object]:
         out["inputTranscription"] = {"text": event.input_transcription, "finished": finished}
     if event.output_transcription is not None:
         out["outputTranscription"] = {"text": event.output_transcription, "finished": finished}
-    handle = _resumption_handle(event)
+    handle = _resumption_handle(event) if event.custom_metadata else None
     if handle is not None:
         out["liveSessionResumptionUpdate"] = {"newHandle": handle, "resumable": True}
     out["invocationId"] = event.invocation_id
@@ -559,7 +576,7 @@ def event_json(event: Event) -> dict[str, object]:
     out["actions"] = _actions_json(event.actions)
     out["nodeInfo"] = {"path": event.branch}
     ids = event.long_running_tool_ids
-    if ids or _has_call(event):
+    if ids or has_call:
         # ADK writes the (possibly empty) list on every event that carries function calls.
         out["longRunningToolIds"] = sorted(ids)
     if event.branch:
@@ -581,11 +598,6 @@ def _resumption_handle(event: Event) -> str | None:
         return None
     handle = cast(dict[str, Any], live).get("resumption_handle")
     return handle if isinstance(handle, str) else None
-
-
-def _has_call(event: Event) -> bool:
-    content = event.content
-    return content is not None and any(p.function_call is not None for p in content.parts)
 
 
 def version_tag(session: Session) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -76,6 +76,15 @@ def _offset(page_token: str) -> int:
     return int(page_token)
 
 
+def _new_id() -> str:
+    """`uuid.uuid4().hex`, the same 16 random bytes with the same version and variant
+    bits, without building a `UUID` (a third of the cost; one per new session)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    return raw.hex()
+
+
 class InMemorySessionService(BaseSessionService):
     """Sessions in a dict. Handles share the event log; nothing is deep-copied."""
 
@@ -116,7 +125,7 @@ class InMemorySessionService(BaseSessionService):
         state: Mapping[str, object] | None = None,
     ) -> Session:
         check_scope(app_name, user_id)
-        session_id = uuid.uuid4().hex if session_id is None else check_session_id(session_id)
+        session_id = _new_id() if session_id is None else check_session_id(session_id)
         check_state_delta(state or {})
         key = (app_name, user_id, session_id)
         if key in self._sessions:
