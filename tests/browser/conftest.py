@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests._garbage import collect_earlier_garbage
 from tests._require import require, require_module
 
 AGENTS_DIR = Path(__file__).parent / "agents"
@@ -147,6 +148,7 @@ def user_id(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def page(browser: Any, user_id: str) -> Iterator[Any]:
     """A fresh browser context (empty localStorage) that starts as `user_id`."""
+    collect_earlier_garbage()
     context = browser.new_context(viewport={"width": 1440, "height": 900})
     context.add_init_script(
         f"if (!localStorage.getItem('rondo.user')) localStorage.setItem('rondo.user', {json.dumps(user_id)});"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 
+from tests._garbage import collect_earlier_garbage
 from tests._require import require, require_module
 from tests.browser.conftest import CHROMIUM_ARGS, _chromium, _start, _stop
 
@@ -35,6 +36,7 @@ def _tone(path: Path, seconds: float = 3.0, rate: int = 48_000) -> None:
 
 def test_20_live_mic_streams_the_microphone_and_shows_the_answer(tmp_path: Path) -> None:
     # Its own Chromium (not the `browser` fixture): the fake microphone is a launch flag.
+    collect_earlier_garbage()
     require_module("fastapi", what="BROWSER", install="pip install 'rondo-agents[server]'")
     chromium = _chromium()
     require(chromium, what="BROWSER", reason="Chromium not found (apt-get install chromium)")

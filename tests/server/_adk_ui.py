@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests._garbage import collect_earlier_garbage
 from tests._require import require, require_module
 from tests.browser.conftest import CHROMIUM_ARGS
 from tests.server._adk import adk_browser_dir
@@ -60,6 +61,7 @@ def adk_dev_ui(
     )
     from rondo.server import create_app
 
+    collect_earlier_garbage()
     ui = tmp_path / "dev-ui"
     shutil.copytree(browser, ui)
     with _static(tmp_path) as ui_origin:
