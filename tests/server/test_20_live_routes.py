@@ -469,3 +469,53 @@ def test_20_a_confirmation_inside_a_live_call_is_pending_and_answered_on_the_pen
             ]
             assert results[0]["response"] == {"result": "9 paid"}
             assert httpx.get(pending_url).json() == []
+
+
+def test_20_a_client_reconnecting_at_once_gets_its_session() -> None:
+    """A page reload or a dropped network: the client leaves and connects again at once; the
+    call it left is still ending, and the new one waits for it instead of being refused."""
+    with server() as (url, _):
+        new_session(url, "s11")
+        target = ws_url(url, app_name="talk", user_id="u", session_id="s11", modalities="TEXT")
+        for n in range(8):
+            with websockets_sync.connect(target) as ws:
+                ws.send(text_turn(f"turn {n}"))
+                until(ws, final_text(f"you said: turn {n}"))
+
+
+async def test_20_a_live_claim_waits_only_for_a_call_that_is_ending(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import asyncio
+    from types import SimpleNamespace
+
+    from rondo.models.live import LiveRequestQueue
+    from rondo.server import live_routes
+    from rondo.server.errors import RunInProgressError
+
+    ids = ("talk", "u", "s")
+    held = [True]
+
+    async def take(*_: str) -> Any:
+        if held[0]:
+            raise RunInProgressError("busy")
+
+        async def release() -> None:
+            return None
+
+        return release
+
+    queue = LiveRequestQueue()
+    state: Any = SimpleNamespace(claims=SimpleNamespace(take=take), live_calls={ids: queue})
+    with pytest.raises(RunInProgressError):  # the call goes on: refused at once
+        await asyncio.wait_for(live_routes._claim(state, ids), 0.5)  # pyright: ignore[reportPrivateUsage]
+    queue.close()  # its client left: the call is ending
+    waiting = asyncio.ensure_future(live_routes._claim(state, ids))  # pyright: ignore[reportPrivateUsage]
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    held[0] = False  # it ended
+    assert callable(await asyncio.wait_for(waiting, 1))
+    held[0] = True  # an ending call that never ends: refused after the grace
+    monkeypatch.setattr(live_routes, "_ENDING_GRACE", 0.05)
+    with pytest.raises(RunInProgressError):
+        await asyncio.wait_for(live_routes._claim(state, ids), 1)  # pyright: ignore[reportPrivateUsage]

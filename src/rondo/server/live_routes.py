@@ -32,6 +32,8 @@ from rondo.lifecycle import to_json
 from rondo.models.live import LiveRequest, LiveRequestQueue
 from rondo.run_config import RunConfig, SessionResumptionConfig
 from rondo.server.auth import SUBPROTOCOL_KEY, USER_KEY
+from rondo.server.claims import Release
+from rondo.server.errors import RunInProgressError
 from rondo.server.state import ServerState
 from rondo.server.streams import dumps
 from rondo.server.wire import WireBlob, WireContent, event_json
@@ -263,7 +265,7 @@ async def _serve(websocket: WebSocket, route: _Route) -> None:
         await _close(websocket, PROTOCOL, "Session not found")  # as google-adk
         return
     try:
-        release = await state.claims.take(*ids)
+        release = await _claim(state, ids)
     except Exception as exc:  # busy, or a bad id
         await _close(websocket, POLICY, str(exc))
         return
@@ -284,21 +286,45 @@ async def _serve(websocket: WebSocket, route: _Route) -> None:
                     await websocket.send_text(route.encode(item))
         finally:
             # The call is over: the session is free for the next run at once, whether or not
-            # the client keeps the socket.
-            if state.live_calls.get(ids) is queue:
-                del state.live_calls[ids]
+            # the client keeps the socket. Released before it stops being listed, so a
+            # client reconnecting meanwhile waits for it (`_claim`) instead of being refused.
             if not queue.closed:
                 queue.close()
             await release()
+            if state.live_calls.get(ids) is queue:
+                del state.live_calls[ids]
 
     tasks = [asyncio.create_task(forward()), asyncio.create_task(_read(websocket, queue, route))]
     try:
         await _finish(websocket, tasks, route)
     finally:
+        if not queue.closed:
+            queue.close()  # the call is ending: see `_claim`
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await release()
+
+
+# How long a new live connection waits for the call it would replace on the same session to
+# finish ending (its client has just left; the run is winding down).
+_ENDING_GRACE = 2.0
+
+
+async def _claim(state: ServerState, ids: tuple[str, str, str]) -> Release:
+    """The session's claim for a live call. A call on it that is ending (its queue closed:
+    the client left, or the call is over) is waited for, so a client that reconnects at once
+    — a page reload, a dropped network — gets its session rather than "busy"."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + _ENDING_GRACE
+    while True:
+        try:
+            return await state.claims.take(*ids)
+        except RunInProgressError:
+            ending = state.live_calls.get(ids)
+            if ending is None or not ending.closed or loop.time() >= deadline:
+                raise
+            await asyncio.sleep(0.01)
 
 
 async def _finish(websocket: WebSocket, tasks: list[asyncio.Task[None]], route: _Route) -> None:
