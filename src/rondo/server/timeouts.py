@@ -51,12 +51,12 @@ def uvicorn_options(timeouts: ServerTimeouts, http: str = "auto") -> dict[str, A
     """The `uvicorn.Config` arguments that apply the keep-alive and header timeouts (the body
     timeout is the app's: `create_app(body_timeout=...)`), and uvicorn's logging with a
     cheaper access-log formatter writing the same lines (`rondo.server.access_log`)."""
-    from rondo.server.access_log import log_config
+    from rondo.server.access_log import log_config as access_log_config  # uvicorn: lazily
 
     return {
         "timeout_keep_alive": timeouts.keep_alive,
         "http": protocol_with_header_timeout(timeouts.header, http),
-        "log_config": log_config(),
+        "log_config": access_log_config(),
     }
 
 
@@ -139,6 +139,8 @@ class BatchedWrites:
 
 def protocol_with_header_timeout(seconds: float, http: str = "auto") -> type[asyncio.Protocol]:
     """uvicorn's HTTP protocol, closing a connection whose request head is late (`408`)."""
+    from rondo.server.access_log import AccessLog  # uvicorn: lazily
+
     base = _base_protocol(http)
 
     class HeaderTimeoutProtocol(base):  # type: ignore[misc, valid-type]  # pyright: ignore[reportUntypedBaseClass]
@@ -149,6 +151,12 @@ def protocol_with_header_timeout(seconds: float, http: str = "auto") -> type[asy
         _seen: Any = None  # the request cycle whose head stopped the timer
         _partial = False  # bytes of a request head arrived while the timer ran
         _batched: BatchedWrites | None = None
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)  # pyright: ignore[reportUnknownMemberType]
+            # The access lines of the server's own logging configuration, written directly.
+            # Duck-typed: uvicorn calls only the logger's `info`.
+            self.access_logger = AccessLog(self.access_logger)  # pyright: ignore
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
             super().connection_made(transport)  # pyright: ignore[reportUnknownMemberType]
