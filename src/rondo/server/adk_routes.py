@@ -21,6 +21,7 @@ from rondo.errors import SessionExistsError
 from rondo.events import Event, EventActions
 from rondo.resume import find_resume_point
 from rondo.server.auth import authorize, caller, check_shared_state
+from rondo.server.encoded import session_bytes
 from rondo.server.errors import BadRequestError, InvalidValueError, NotFoundError, SafeRoute
 from rondo.server.runs import DetachedRunRequest, collect, respond, start_run
 from rondo.server.state import ServerState, owner, server_state
@@ -193,7 +194,7 @@ async def _create(
         )
     except SessionExistsError:
         raise SessionExistsError(f"Session already exists: {session_id}") from None
-    return _json(session_json(session))
+    return _JsonAnswer(session_bytes(session))
 
 
 @router.post("/apps/{app_name}/users/{user_id}/sessions", response_model=WireSession)
@@ -232,7 +233,7 @@ async def get_session(app_name: str, user_id: str, session_id: str, request: Req
     """The session; its `ETag` is its version (what a rewind's `expectedVersion` names)."""
     state = owner(request, user_id)
     session = await _session_or_404(state, app_name, user_id, session_id)
-    return _json(session_json(session), version_tag(session))
+    return _JsonAnswer(session_bytes(session), version_tag(session))
 
 
 @router.patch(_SESSION, response_model=WireSession)
@@ -254,7 +255,7 @@ async def update_session(
         await state.sessions.append_event(session, event)
     finally:
         await release()
-    return _json(session_json(session))
+    return _JsonAnswer(session_bytes(session))
 
 
 @router.delete(_SESSION)

@@ -20,6 +20,7 @@ from typing import Any, Literal, cast
 
 from rondo.events import Event
 from rondo.lifecycle import ReasonDelta, sse_frame, to_json
+from rondo.server.encoded import event_bytes
 from rondo.server.errors import BadRequestError, stream_error
 from rondo.server.streams import dumps
 from rondo.server.wire import event_json
@@ -56,15 +57,15 @@ def parse_id(text: str) -> FrameId:
 
 def adk_payloads(event: Event) -> list[bytes]:
     """An event as google-adk's `/run_sse` sends it: one JSON payload, or two."""
+    if not _splits(event):
+        return [event_bytes(event)]
+    # As ADK: its web UI renders artifacts from an action-only event, so an event with both
+    # content and an artifact delta goes out as two, content first.
     wire = event_json(event)
-    if _splits(event):
-        # As ADK: its web UI renders artifacts from an action-only event, so an event with
-        # both content and an artifact delta goes out as two, content first.
-        actions: dict[str, Any] = {**cast(dict[str, object], wire["actions"]), "artifactDelta": {}}
-        content_only = {**wire, "actions": actions}
-        action_only = {k: v for k, v in wire.items() if k != "content"}
-        return [dumps(content_only), dumps(action_only)]
-    return [dumps(wire)]
+    actions: dict[str, Any] = {**cast(dict[str, object], wire["actions"]), "artifactDelta": {}}
+    content_only = {**wire, "actions": actions}
+    action_only = {k: v for k, v in wire.items() if k != "content"}
+    return [dumps(content_only), dumps(action_only)]
 
 
 def adk_frame_count(event: Event) -> int:
