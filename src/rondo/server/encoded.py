@@ -12,6 +12,8 @@ the record's identity, never by its id, so a record is never answered with anoth
 
 from __future__ import annotations
 
+from contextlib import suppress
+
 from rondo.events import Event
 from rondo.server.streams import dumps
 from rondo.server.wire import event_json
@@ -35,7 +37,9 @@ def event_bytes(event: Event) -> bytes:
     encoded = dumps(event_json(event))
     if len(encoded) <= _LARGEST and not event.partial:
         if len(_memo) >= _ENTRIES:
-            del _memo[next(iter(_memo))]  # the oldest entry
+            # Another server thread of this process may evict at the same moment.
+            with suppress(KeyError, RuntimeError, StopIteration):
+                del _memo[next(iter(_memo))]  # the oldest entry
         _memo[key] = (event, encoded)
     return encoded
 
