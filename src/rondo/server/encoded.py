@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from rondo.events import Event
 from rondo.server.streams import dumps
-from rondo.server.wire import event_json
+from rondo.server.wire import event_json, session_json
 from rondo.sessions.base import Session
 
 __all__ = ["event_bytes", "session_bytes"]
@@ -45,14 +45,8 @@ def event_bytes(event: Event) -> bytes:
 
 def session_bytes(session: Session) -> bytes:
     """`dumps(session_json(session))`, with each event's encoding from `event_bytes`."""
-    head = dumps(
-        {
-            "id": session.id,
-            "appName": session.app_name,
-            "userId": session.user_id,
-            "state": session.state,
-        }
-    )
+    # The projection without its events, then the events spliced into its (last, so never
+    # the state's) empty list: one place says what a session's JSON holds.
+    head, _, tail = dumps(session_json(session, events=False)).rpartition(b'"events":[]')
     events = b",".join([event_bytes(event) for event in session.events])
-    tail = dumps(session.last_update_time)
-    return head[:-1] + b',"events":[' + events + b'],"lastUpdateTime":' + tail + b"}"
+    return head + b'"events":[' + events + b"]" + tail

@@ -156,7 +156,7 @@ def protocol_with_header_timeout(seconds: float, http: str = "auto") -> type[asy
             super().__init__(*args, **kwargs)  # pyright: ignore[reportUnknownMemberType]
             # The access lines of the server's own logging configuration, written directly.
             # Duck-typed: uvicorn calls only the logger's `info`.
-            self.access_logger = AccessLog(self.access_logger)  # pyright: ignore
+            self.access_logger = AccessLog(self.access_logger)  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportArgumentType]
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
             super().connection_made(transport)  # pyright: ignore[reportUnknownMemberType]
