@@ -8,8 +8,9 @@ Each extra the README and docs/ name: `[server]` serves an app (`rondo api-serve
 set with ROUGE-1; `[openai]`, `[anthropic]`, `[gemini]` answer (from a loopback fake of each
 provider's HTTP API) and price the call with genai-prices; `[dbos]` runs an invocation as a DBOS
 workflow on PostgreSQL. `[local]` is README command 1 itself (`./dev run` installs only it). The
-venvs are cached, keyed on pyproject.toml and the extras (`RONDO_EXTRAS_CACHE`, default
-`~/.cache/rondo/extras-venvs`): a run installs only when the declared dependencies changed.
+venvs are cached, keyed on pyproject.toml, the extras and the checkout's path
+(`RONDO_EXTRAS_CACHE`, default `~/.cache/rondo/extras-venvs`): a run installs only when the
+declared dependencies changed or the checkout is another one.
 They install editable, so the code under test is this checkout's.
 """
 
@@ -46,7 +47,11 @@ CACHE = Path(
 
 def _venv(extras: str) -> Path:
     """A venv with exactly `rondo-agents[extras]` installed (cached); its bin directory."""
-    key = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + extras.encode()).hexdigest()
+    # The checkout's path is in the key: an editable install runs the code where it was
+    # installed from, so another checkout's venv would test other code (or none, once that
+    # checkout is deleted: "No module named 'rondo'").
+    spec = (ROOT / "pyproject.toml").read_bytes() + extras.encode() + str(ROOT).encode()
+    key = hashlib.sha256(spec).hexdigest()
     venv = CACHE / f"{extras.replace(',', '-')}-{key[:12]}"
     python = venv / "bin" / "python"
     if (venv / ".installed").is_file():
