@@ -82,9 +82,9 @@ def summarized_head(log: EventLog, start: int, stop: int, branch: str, scope: st
     That summary replaces, when it is applied, every item with a timestamp in its
     `[start_timestamp, end_timestamp]`. A head of the log can be left unread when each of its
     records has such a timestamp and every record between it and the summary is newer than
-    `end_timestamp`: whatever the head held (any branch, any older summary, whose covered
-    events are in the head too), the summary removes it, and nothing the reader keeps moves.
-    Otherwise (timestamps out of order) the whole log is read, as before."""
+    `end_timestamp` and no summary: whatever the head held (any branch, any older summary,
+    whose covered events are in the head too), the summary removes it, and nothing the reader
+    keeps moves. Otherwise (timestamps out of order) the whole log is read, as before."""
     found = newest_summary(log, start, stop, branch, scope)
     if found is None:
         return start
@@ -98,6 +98,12 @@ def summarized_head(log: EventLog, start: int, stop: int, branch: str, scope: st
         cut -= 1
     if cut and (min(stamps[:cut]) < first or max(stamps[:cut]) > last):
         return start
+    # A summary between the head and the newest one goes where the items it replaces were —
+    # possibly ahead of head items, which moves where the newest summary lands: read it all.
+    for between in log.compaction_candidates(start + cut, index):
+        record = log[between]
+        if record.actions.compaction is not None and _sees(record, branch, scope):
+            return start
     # An older summary in the head leaves an item at its own end timestamp: covered too?
     for older in log.compaction_candidates(start, start + cut):
         record = log[older]
