@@ -29,6 +29,7 @@ from rondo.cli.decisions import (
 )
 from rondo.cli.eval import eval_command
 from rondo.cli.mcp_serve import register as register_mcp
+from rondo.cli.prompt import read_line
 from rondo.cli.render import JsonLinesRenderer, LiveRenderer
 from rondo.cli.serve import register as register_serve
 from rondo.errors import RondoError
@@ -178,7 +179,7 @@ class _Session:
 
     def _ask(self, prompt: str) -> str:
         try:
-            return self.out.input(prompt)
+            return read_line(self.out, prompt)
         except EOFError:
             return ""
 
@@ -214,7 +215,7 @@ def _chat(session: _Session, errors: Console) -> None:
     try:
         while True:
             try:
-                message = out.input("[bold green]you ›[/] ")
+                message = read_line(out, "[bold green]you ›[/] ")
             except (EOFError, KeyboardInterrupt):
                 out.print()
                 return
