@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
@@ -419,15 +419,26 @@ class Runner:
             yield _run_end(ctx, summary.report(ctx, self.agent))
 
     async def close(self) -> None:
-        """Close the toolsets of every agent in the tree (MCP connections, processes)."""
+        """Close the toolsets of every agent in the tree (MCP connections, processes) and the
+        HTTP clients their models opened in this event loop (a model used again opens anew).
+
+        Left open, a client's keep-alive connection outlives the loop and is only found,
+        unclosed, by the garbage collector (a server shutting down, a test ending)."""
         from rondo.agents.llm import Agent
         from rondo.tools.base import BaseToolset
 
+        models: dict[int, object] = {}
         for agent in self.agent.walk():
             if isinstance(agent, Agent):
                 for entry in agent.tools:
                     if isinstance(entry, BaseToolset):
                         await entry.close()
+                if agent.model is not None:
+                    models.setdefault(id(agent.model), agent.model)
+        for model in models.values():
+            aclose: Callable[[], Awaitable[None]] | None = getattr(model, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
     async def __aenter__(self) -> Runner:
         return self

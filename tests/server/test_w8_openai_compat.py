@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,9 @@ GOLDEN = Path(__file__).parent / "golden"
 
 
 @pytest.fixture
-def sdk(client: httpx.Client) -> Any:
-    return openai.OpenAI(base_url=f"{client.base_url}/v1", api_key="unused", max_retries=0)
+def sdk(client: httpx.Client) -> Iterator[Any]:
+    with openai.OpenAI(base_url=f"{client.base_url}/v1", api_key="unused", max_retries=0) as opened:
+        yield opened
 
 
 def _user(text: str) -> dict[str, str]:
@@ -140,11 +142,13 @@ def test_w8_openai_errors_have_openais_shape(sdk: Any, client: httpx.Client) -> 
 def test_w8_openai_needs_the_token(launch: Any) -> None:
     with launch(auth_tokens={"tok": "alice"}) as http:
         base = f"{http.base_url}/v1"
-        anonymous = openai.OpenAI(base_url=base, api_key="wrong", max_retries=0)
-        with pytest.raises(openai.AuthenticationError):
+        with (
+            openai.OpenAI(base_url=base, api_key="wrong", max_retries=0) as anonymous,
+            pytest.raises(openai.AuthenticationError),
+        ):
             anonymous.chat.completions.create(model="helper", messages=[_user("x")])
-        alice = openai.OpenAI(base_url=base, api_key="tok", max_retries=0)
-        answer = alice.chat.completions.create(model="helper", messages=[_user("x")], user="s")
+        with openai.OpenAI(base_url=base, api_key="tok", max_retries=0) as alice:
+            answer = alice.chat.completions.create(model="helper", messages=[_user("x")], user="s")
         assert answer.choices[0].message.content == 'Done: {"note": "x"}'
         assert (
             http.get(
