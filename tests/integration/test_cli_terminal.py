@@ -79,15 +79,8 @@ class Terminal:
                 raise AssertionError(
                     f"{text!r} never printed ({self.signals()}); got:\n{self.seen[after:][-2000:]}"
                 )
-            ready, _, _ = select.select([self.fd], [], [], 0.5)
-            if ready:
-                try:
-                    chunk = os.read(self.fd, 4096)
-                except OSError:  # the process is gone
-                    chunk = b""
-                if not chunk and self.process.poll() is not None:
-                    raise AssertionError(f"exited before {text!r}:\n{self.seen[after:]}")
-                self.seen += _ANSI.sub("", chunk.decode(errors="replace"))
+            if not self._read(0.5) and self.process.poll() is not None:
+                raise AssertionError(f"exited before {text!r}:\n{self.seen[after:]}")
 
     def signals(self) -> str:
         """The child's blocked / ignored / caught signal masks, for a failure's message."""
@@ -110,12 +103,14 @@ class Terminal:
     def _read(self, timeout_s: float) -> bool:
         """Add what the process printed within `timeout_s`; False once the terminal is gone."""
         ready, _, _ = select.select([self.fd], [], [], timeout_s)
-        if ready:
-            try:
-                self.seen += _ANSI.sub("", os.read(self.fd, 4096).decode(errors="replace"))
-            except OSError:
-                return False
-        return True
+        if not ready:
+            return True
+        try:
+            chunk = os.read(self.fd, 4096)
+        except OSError:  # the process is gone
+            return False
+        self.seen += _ANSI.sub("", chunk.decode(errors="replace"))
+        return bool(chunk)
 
     def stacks(self) -> str:
         """What every thread of a stuck process was doing: SIGABRT makes its faulthandler

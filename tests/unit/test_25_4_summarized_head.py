@@ -24,6 +24,18 @@ def _user(text: str, at: float) -> Event:
     return Event(author="user", invocation_id="inv-0", timestamp=at, content=Content.user(text))
 
 
+def _built(log: EventLog) -> list[Content]:
+    """The contents a step builds from the log, compaction applied (K3's head skipped)."""
+    return build_contents(
+        EventsView(log),
+        agent_name=AGENT,
+        branch="",
+        isolation_scope="",
+        compaction=True,
+        invocation_id="inv-now",
+    )
+
+
 def _texts(contents: list[Content]) -> list[str]:
     return [content.text for content in contents]
 
@@ -45,14 +57,7 @@ def test_25_4_k3_a_summary_between_the_head_and_the_newest_one_is_read_with_the_
     full.advance(events, len(events))
     expected = full.contents(invocation_id="inv-now")
     assert _texts(expected) == ["summary 1.0-2.0", "summary -1.0-1.0", "t3"]
-    built = build_contents(
-        EventsView(log),
-        agent_name=AGENT,
-        branch="",
-        isolation_scope="",
-        compaction=True,
-        invocation_id="inv-now",
-    )
+    built = _built(log)
     assert built == expected
 
 
@@ -65,12 +70,5 @@ def test_25_4_k3_records_a_summary_replaces_are_not_read() -> None:
     ]
     log = EventLog(events)
     assert summarized_head(log, 0, len(events), "", "") == 2
-    built = build_contents(
-        EventsView(log),
-        agent_name=AGENT,
-        branch="",
-        isolation_scope="",
-        compaction=True,
-        invocation_id="inv-now",
-    )
+    built = _built(log)
     assert _texts(built) == ["summary 0.0-1.0", "t2"]
