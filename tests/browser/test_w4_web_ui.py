@@ -306,8 +306,11 @@ def test_w4_a_bearer_token_is_asked_once_and_kept(page: Any, auth_server: Any) -
 def test_w4_with_several_apps_a_picker_lists_them(page: Any, two_apps_server: Any) -> None:
     page.goto(two_apps_server.url + "/")
     expect(page.get_by_role("heading", name="Which agent?")).to_be_visible()
+    # No app on screen, nowhere for a message to go: the box takes none (it would be lost).
+    expect(message_box(page)).to_be_disabled()
     page.get_by_role("link", name=re.compile("^beta")).click()
     expect(page).to_have_url(re.compile("#/apps/beta$"))
+    expect(message_box(page)).to_be_enabled()
     send(page, "hello beta")
     expect(page.locator(".msg-agent .msg-text").last).to_have_text("You said: hello beta")
     expect(page).to_have_url(re.compile("#/apps/beta/sessions/"))

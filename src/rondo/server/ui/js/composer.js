@@ -50,6 +50,13 @@ export class Composer {
     this.button.setAttribute("aria-label", running ? "Stop the run" : "Send");
   }
 
+  /** Off while no app is on screen: a message typed then would have nowhere to go, and the
+   * box would have been emptied for nothing. */
+  setEnabled(enabled) {
+    this.input.disabled = !enabled;
+    this.button.disabled = !enabled;
+  }
+
   setPlaceholder(text) {
     this.input.placeholder = text;
   }

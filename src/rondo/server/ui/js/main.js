@@ -80,6 +80,7 @@ class App {
     });
     this.attachments = new Attachments(); // files in the composer (attachments.js)
     this.composer = new Composer({ onSend: (text, files) => this.send(text, files), onStop: () => this.stop(), extra: [this.mic.el], attachments: this.attachments });
+    this.composer.setEnabled(false); // until route() shows an app
     this.inspector = new Inspector({ loadArtifact: (name, version) => this.loadArtifact(name, version), saveState: (delta) => this.saveState(delta) });
     addEvalsTab(this.inspector, new EvalView({ api: this.api, target: () => (this.app ? { app: this.app, user: this.user, session: this.sessionId } : null), onError: (text, title) => this.toasts.error(text, title) }));
     this.chatTitle = h("div", { class: "chat-title" });
@@ -134,6 +135,7 @@ class App {
       return;
     }
     this.header.showApps(this.apps, app);
+    this.composer.setEnabled(Boolean(app) && this.apps.includes(app));
     if (!app) return this.showAppChooser();
     if (!this.apps.includes(app)) {
       this.showMissing(`There is no app named “${app}” here.`, this.apps.length ? `Pick one of: ${this.apps.join(", ")}.` : "");
